@@ -1,0 +1,18 @@
+-- Deploy call_timeout_reaper:roles/call_reaper_monitor to pg
+-- The exporter connects as this role. It gets no password here: the DBA sets one (or a pg_hba
+-- peer/cert rule) for the exporter's host. It reads counters through functions granted to it,
+-- never call or outbox rows.
+
+BEGIN;
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_call_reaper_monitor') THEN
+        CREATE ROLE messenger_call_reaper_monitor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+    END IF;
+END
+$$;
+COMMENT ON ROLE messenger_call_reaper_monitor IS 'Prometheus exporter of the call-timeout reaper: read-only access to its counters and backlog.';
+GRANT USAGE ON SCHEMA messenger TO messenger_call_reaper_monitor;
+
+COMMIT;

@@ -1,0 +1,76 @@
+-- Deploy call_timeout_reaper:tables/call_reaper_settings to pg
+-- CallTimeoutReaperOptions as one row a DBA edits with UPDATE. The trigger validates every
+-- change with the same rules as the reaper's arguments (SQLSTATE 22023), so a bad value is
+-- never stored and never half-applied; the row cannot be deleted.
+
+BEGIN;
+
+CREATE TABLE messenger.call_reaper_settings (
+    singleton          boolean  PRIMARY KEY DEFAULT true CONSTRAINT call_reaper_settings_singleton CHECK (singleton),
+    batch_size         integer  NOT NULL DEFAULT 200,
+    ring_timeout       interval NOT NULL DEFAULT '45 seconds',
+    stale_timeout      interval NOT NULL DEFAULT '2 hours',
+    polling_interval   interval NOT NULL DEFAULT '15 seconds',
+    lock_ttl           interval NOT NULL DEFAULT '1 minute',
+    poison_backoff     interval NOT NULL DEFAULT '1 minute',
+    poison_backoff_max interval NOT NULL DEFAULT '1 hour',
+    retention          interval NOT NULL DEFAULT '7 days'
+);
+
+COMMENT ON TABLE messenger.call_reaper_settings IS
+    'Reaper options (one row). Change with UPDATE; bad values raise SQLSTATE 22023 and are not stored.';
+COMMENT ON COLUMN messenger.call_reaper_settings.batch_size IS 'Max calls per phase per cycle (1..10000).';
+COMMENT ON COLUMN messenger.call_reaper_settings.ring_timeout IS 'Answer window: Ringing longer than this becomes Missed.';
+COMMENT ON COLUMN messenger.call_reaper_settings.stale_timeout IS 'Answered with no progress longer than this becomes Failed.';
+COMMENT ON COLUMN messenger.call_reaper_settings.polling_interval IS 'How often the scheduled job runs a cycle.';
+COMMENT ON COLUMN messenger.call_reaper_settings.lock_ttl IS 'Longest a transaction holding the single-runner lock may sit idle.';
+COMMENT ON COLUMN messenger.call_reaper_settings.poison_backoff IS 'First retry delay of a quarantined (poison) call; doubles per failure.';
+COMMENT ON COLUMN messenger.call_reaper_settings.poison_backoff_max IS 'Longest retry delay of a quarantined call.';
+COMMENT ON COLUMN messenger.call_reaper_settings.retention IS 'How long run history is kept.';
+
+CREATE FUNCTION messenger._call_reaper_settings_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'TRUNCATE') THEN
+        RAISE EXCEPTION 'messenger.call_reaper_settings must keep its one row'
+            USING ERRCODE = '55000', HINT = 'UPDATE the option instead.';
+    END IF;
+    PERFORM messenger._check_reaper_options(NEW.batch_size, NEW.ring_timeout, NEW.stale_timeout);
+    IF NEW.polling_interval < interval '1 second' OR NEW.polling_interval > interval '1 hour' THEN
+        RAISE EXCEPTION 'polling_interval must be between 1 second and 1 hour, got %', NEW.polling_interval
+            USING ERRCODE = '22023';
+    END IF;
+    IF NEW.lock_ttl < interval '1 second' OR NEW.lock_ttl > interval '1 hour' THEN
+        RAISE EXCEPTION 'lock_ttl must be between 1 second and 1 hour, got %', NEW.lock_ttl
+            USING ERRCODE = '22023';
+    END IF;
+    IF NEW.poison_backoff <= interval '0' OR NEW.poison_backoff > NEW.poison_backoff_max
+       OR NEW.poison_backoff_max > interval '7 days' THEN
+        RAISE EXCEPTION 'poison_backoff must be greater than 0 and at most poison_backoff_max (at most 7 days), got % and %',
+            NEW.poison_backoff, NEW.poison_backoff_max
+            USING ERRCODE = '22023';
+    END IF;
+    IF NEW.retention < interval '1 hour' THEN
+        RAISE EXCEPTION 'retention must be at least 1 hour, got %', NEW.retention
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION messenger._call_reaper_settings_guard() FROM PUBLIC;
+
+CREATE TRIGGER call_reaper_settings_guard
+    BEFORE INSERT OR UPDATE OR DELETE ON messenger.call_reaper_settings
+    FOR EACH ROW EXECUTE FUNCTION messenger._call_reaper_settings_guard();
+CREATE TRIGGER call_reaper_settings_no_truncate
+    BEFORE TRUNCATE ON messenger.call_reaper_settings
+    FOR EACH STATEMENT EXECUTE FUNCTION messenger._call_reaper_settings_guard();
+
+INSERT INTO messenger.call_reaper_settings DEFAULT VALUES;
+
+GRANT SELECT ON messenger.call_reaper_settings TO messenger_call_reaper_owner;
+
+COMMIT;

@@ -1,0 +1,8 @@
+-- Revert call_timeout_reaper:tables/call_reaper_settings from pg
+
+BEGIN;
+
+DROP TABLE IF EXISTS messenger.call_reaper_settings;
+DROP FUNCTION IF EXISTS messenger._call_reaper_settings_guard();
+
+COMMIT;

@@ -1,0 +1,17 @@
+-- Verify call_timeout_reaper:roles/call_reaper on pg
+
+BEGIN;
+
+DO $$
+DECLARE
+    r pg_catalog.pg_roles;
+BEGIN
+    SELECT * INTO STRICT r FROM pg_catalog.pg_roles WHERE rolname = 'messenger_call_reaper';
+    ASSERT r.rolcanlogin AND NOT r.rolsuper AND NOT r.rolcreaterole AND NOT r.rolbypassrls,
+        'messenger_call_reaper must be a LOGIN role without privileges';
+    ASSERT r.rolconfig @> ARRAY['statement_timeout=30s', 'idle_in_transaction_session_timeout=1min'],
+        'messenger_call_reaper must carry the max run duration and the lock TTL';
+END
+$$;
+
+ROLLBACK;

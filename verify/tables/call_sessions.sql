@@ -1,0 +1,21 @@
+-- Verify call_timeout_reaper:tables/call_sessions on pg
+
+BEGIN;
+
+SELECT call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
+       started_at, answered_at, ended_at, updated_at, duration_seconds
+  FROM messenger.call_sessions
+ WHERE false;
+
+DO $$
+BEGIN
+    ASSERT (SELECT count(*) FROM pg_catalog.pg_constraint
+             WHERE conrelid = 'messenger.call_sessions'::regclass AND contype = 'c') >= 7,
+        'call_sessions lost its invariant constraints';
+    ASSERT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
+       AND NOT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'caller_user_id', 'UPDATE'),
+        'messenger_call_reaper_owner must update only the transition columns';
+END
+$$;
+
+ROLLBACK;
