@@ -1,0 +1,66 @@
+-- Deploy call_timeout_reaper:functions/_reap_apply to pg
+
+BEGIN;
+
+-- Contract: closes the given calls of one phase and writes their outbox rows in ONE statement,
+-- so a transition can never commit without its outbox row or the other way round. The caller
+-- must already hold the rows (FOR NO KEY UPDATE); the status guard in the UPDATE keeps a call
+-- that is no longer active untouched anyway. Returns the calls it closed, in due order, with
+-- how late each was closed. LANGUAGE sql because data-modifying CTEs are plain SQL; it raises
+-- whatever the UPDATE or INSERT raises (the caller isolates poison calls).
+--   p_phase     'ring_timeout' (Ringing -> Missed, CallMissed to the caller) or
+--               'stale_answered' (Answered -> Failed, CallEnded to both parties)
+--   p_call_ids  claimed calls; p_due_at their due times (same order)
+--   p_run_id    the cycle's run id, written as the outbox correlation_id
+--   p_as_of     the cycle's time: ended_at, updated_at and the outbox created_at
+CREATE OR REPLACE FUNCTION messenger._reap_apply(
+    p_phase    text,
+    p_call_ids uuid[],
+    p_due_at   timestamptz[],
+    p_run_id   uuid,
+    p_as_of    timestamptz)
+RETURNS TABLE (call_id uuid, caller_user_id uuid, callee_user_id uuid, status text, end_reason text,
+               lag_seconds double precision)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH closed AS (
+    UPDATE messenger.call_sessions AS c
+       SET status           = CASE p_phase WHEN 'ring_timeout' THEN 'Missed' ELSE 'Failed' END,
+           end_reason       = CASE p_phase WHEN 'ring_timeout' THEN 'Timeout' ELSE 'Error' END,
+           ended_at         = p_as_of,
+           updated_at       = p_as_of,
+           duration_seconds = NULL
+      FROM unnest(p_call_ids, p_due_at) AS d (call_id, due_at)
+     WHERE c.call_id = d.call_id
+       AND c.status = CASE p_phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
+    RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
+), pushed AS (
+    INSERT INTO messenger.realtime_outbox
+           (kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
+    SELECT CASE p_phase WHEN 'ring_timeout' THEN 'CallMissed' ELSE 'CallEnded' END,
+           'User',
+           'user:' || r.user_id,
+           x.call_id,
+           jsonb_build_object('callId', x.call_id, 'status', x.status, 'mediaType', x.media_type),
+           p_run_id,
+           p_as_of
+      FROM closed AS x
+     CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
+     WHERE r.n = 1 OR p_phase = 'stale_answered'
+     ORDER BY x.due_at, x.call_id, r.n
+)
+SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status, x.end_reason,
+       extract(epoch FROM p_as_of - x.due_at)::double precision
+  FROM closed AS x
+ ORDER BY x.due_at, x.call_id
+$$;
+
+COMMENT ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], uuid, timestamptz) IS
+    'Private: one set-based UPDATE ... RETURNING + outbox INSERT for claimed calls of one phase.';
+REVOKE ALL ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], uuid, timestamptz) FROM PUBLIC;
+ALTER FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], uuid, timestamptz)
+    OWNER TO messenger_call_reaper_owner;
+
+COMMIT;

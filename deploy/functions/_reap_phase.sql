@@ -1,0 +1,176 @@
+-- Deploy call_timeout_reaper:functions/_reap_phase to pg
+
+BEGIN;
+
+-- Contract: runs one phase of one cycle inside the caller's transaction (the caller holds the
+-- single-runner lock).
+--   1. Claims up to p_batch_size overdue calls of the phase, oldest due first, with
+--      FOR NO KEY UPDATE SKIP LOCKED: a call held by answer-call/end-call is skipped, never
+--      waited for. NO KEY UPDATE, not UPDATE: FOR UPDATE conflicts with the KEY SHARE locks that
+--      inserts of child rows take through a foreign key, and would wrongly skip such calls.
+--      The ids are collected into arrays first, so the LIMIT is applied exactly once.
+--      Quarantined calls whose next_attempt_at is still ahead are not claimed.
+--   2. Counts the overdue calls it had to skip because another transaction held them.
+--   3. Closes the claimed calls with one set-based statement (messenger._reap_apply). Only if
+--      that raises does it redo the batch one call at a time, each in its own subtransaction:
+--      a call that raises is left active, counted as poisoned, logged with its CallId and
+--      SQLSTATE, and quarantined with a doubling backoff, so poison can never starve healthy
+--      calls. query_canceled is not caught by WHEN OTHERS: cancellation rolls back the cycle.
+-- Phase keys: ring_timeout is due at started_at + timeout, stale_answered at updated_at +
+-- timeout; each claim is a range scan of its own partial index (ix_call_ringing_due,
+-- ix_call_answered_due) that stops at the cutoff, so an idle phase reads no rows.
+CREATE OR REPLACE FUNCTION messenger._reap_phase(
+    p_phase              text,
+    p_run_id             uuid,
+    p_as_of              timestamptz,
+    p_timeout            interval,
+    p_batch_size         integer,
+    p_backoff            interval,
+    p_backoff_max        interval,
+    OUT reaped           integer,
+    OUT skipped_locked   integer,
+    OUT poisoned         integer,
+    OUT lag_seconds      double precision[])
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_cutoff  constant timestamptz := p_as_of - p_timeout;
+    v_ids     uuid[];
+    v_due     timestamptz[];
+    v_n       integer;
+    -- Skipped rows are the overdue ones ordered before the last claimed row (all of them when
+    -- the batch is not full); the max uuid makes "all" one row comparison.
+    v_upto_key timestamptz := v_cutoff;
+    v_upto_id  uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
+    v_row     record;
+    v_state   text;
+    v_message text;
+BEGIN
+    reaped := 0;
+    skipped_locked := 0;
+    poisoned := 0;
+    lag_seconds := '{}'::double precision[];
+
+    IF p_phase = 'ring_timeout' THEN
+        SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
+               coalesce(array_agg(c.started_at + p_timeout ORDER BY c.started_at, c.call_id), '{}')
+          INTO v_ids, v_due
+          FROM (SELECT s.call_id, s.started_at
+                  FROM messenger.call_sessions AS s
+                 WHERE s.status = 'Ringing'
+                   AND s.started_at <= v_cutoff
+                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 ORDER BY s.started_at, s.call_id
+                 LIMIT p_batch_size
+                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
+        v_n := cardinality(v_ids);
+        IF v_n = p_batch_size THEN
+            v_upto_key := v_due[v_n] - p_timeout;
+            v_upto_id := v_ids[v_n];
+        END IF;
+        SELECT count(*)::integer INTO skipped_locked
+          FROM (SELECT
+                  FROM messenger.call_sessions AS s
+                 WHERE s.status = 'Ringing'
+                   AND (s.started_at, s.call_id) <= (v_upto_key, v_upto_id)
+                   AND s.call_id <> ALL (v_ids)
+                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 LIMIT p_batch_size) AS x;
+    ELSIF p_phase = 'stale_answered' THEN
+        SELECT coalesce(array_agg(c.call_id ORDER BY c.updated_at, c.call_id), '{}'),
+               coalesce(array_agg(c.updated_at + p_timeout ORDER BY c.updated_at, c.call_id), '{}')
+          INTO v_ids, v_due
+          FROM (SELECT s.call_id, s.updated_at
+                  FROM messenger.call_sessions AS s
+                 WHERE s.status = 'Answered'
+                   AND s.updated_at <= v_cutoff
+                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 ORDER BY s.updated_at, s.call_id
+                 LIMIT p_batch_size
+                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
+        v_n := cardinality(v_ids);
+        IF v_n = p_batch_size THEN
+            v_upto_key := v_due[v_n] - p_timeout;
+            v_upto_id := v_ids[v_n];
+        END IF;
+        SELECT count(*)::integer INTO skipped_locked
+          FROM (SELECT
+                  FROM messenger.call_sessions AS s
+                 WHERE s.status = 'Answered'
+                   AND (s.updated_at, s.call_id) <= (v_upto_key, v_upto_id)
+                   AND s.call_id <> ALL (v_ids)
+                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 LIMIT p_batch_size) AS x;
+    ELSE
+        RAISE EXCEPTION 'unknown reaper phase %', p_phase USING ERRCODE = '22023';
+    END IF;
+
+    RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% skipped_locked=%',
+        p_run_id, p_phase, v_n, skipped_locked;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+
+    BEGIN
+        FOR v_row IN SELECT * FROM messenger._reap_apply(p_phase, v_ids, v_due, p_run_id, p_as_of) LOOP
+            reaped := reaped + 1;
+            lag_seconds := lag_seconds || v_row.lag_seconds;
+            RAISE LOG 'call_reaper event=call_reaped run_id=% call_id=% status=% end_reason=% caller=% callee=%',
+                p_run_id, v_row.call_id, v_row.status, v_row.end_reason, v_row.caller_user_id, v_row.callee_user_id;
+        END LOOP;
+        RETURN;
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
+        RAISE LOG 'call_reaper event=batch_failed run_id=% phase=% count=% sqlstate=% action=retry_one_by_one',
+            p_run_id, p_phase, v_n, v_state;
+        reaped := 0;
+        lag_seconds := '{}'::double precision[];
+    END;
+
+    FOR i IN 1 .. v_n LOOP
+        BEGIN
+            SELECT * INTO v_row
+              FROM messenger._reap_apply(p_phase, ARRAY[v_ids[i]], ARRAY[v_due[i]], p_run_id, p_as_of);
+            IF FOUND THEN
+                reaped := reaped + 1;
+                lag_seconds := lag_seconds || v_row.lag_seconds;
+                RAISE LOG 'call_reaper event=call_reaped run_id=% call_id=% status=% end_reason=% caller=% callee=%',
+                    p_run_id, v_row.call_id, v_row.status, v_row.end_reason, v_row.caller_user_id, v_row.callee_user_id;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
+            poisoned := poisoned + 1;
+            INSERT INTO messenger.call_reaper_quarantine AS q
+                   (call_id, phase, attempts, first_failed_at, last_failed_at, next_attempt_at,
+                    last_sqlstate, last_message, last_run_id)
+            VALUES (v_ids[i], p_phase, 1, p_as_of, p_as_of, p_as_of + p_backoff,
+                    v_state, v_message, p_run_id)
+            ON CONFLICT ON CONSTRAINT call_reaper_quarantine_pkey DO UPDATE
+               SET phase           = EXCLUDED.phase,
+                   attempts        = q.attempts + 1,
+                   last_failed_at  = EXCLUDED.last_failed_at,
+                   next_attempt_at = EXCLUDED.last_failed_at
+                                     + least(p_backoff * power(2, least(q.attempts, 20)), p_backoff_max),
+                   last_sqlstate   = EXCLUDED.last_sqlstate,
+                   last_message    = EXCLUDED.last_message,
+                   last_run_id     = EXCLUDED.last_run_id;
+            RAISE WARNING 'call_reaper event=item_failed run_id=% phase=% call_id=% sqlstate=% message=%',
+                p_run_id, p_phase, v_ids[i], v_state, v_message;
+        END;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval) IS
+    'Private: one reaper phase (claim with SKIP LOCKED, close set-based, isolate poison calls).';
+REVOKE ALL ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval) FROM PUBLIC;
+ALTER FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval)
+    OWNER TO messenger_call_reaper_owner;
+
+COMMIT;
