@@ -3,6 +3,7 @@
 #   make test   deploy, check and test everything in a throwaway cluster (what .ci/run calls)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
+#   make run    start the Prometheus exporter (call-reaper-exporter, see README)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
 SHELL := /bin/bash
@@ -30,7 +31,7 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 \
 	-o cron.use_background_workers=on \
 	-o max_worker_processes=16
 
-.PHONY: deps apt-deps test lint clean
+.PHONY: deps apt-deps test lint clean run
 
 deps: apt-deps $(STAMP)
 
@@ -48,14 +49,21 @@ apt-deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 $$missing; \
 	fi
 
-# Rebuilt only when requirements-dev.txt is newer than the stamp.
-$(STAMP): requirements-dev.txt
+# Rebuilt only when requirements-dev.txt or pyproject.toml is newer than the stamp. The
+# exporter is installed editable, as `pip install .` would, so tests run its console script.
+$(STAMP): requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
 test: deps
 	$(PG_VIRTUALENV) scripts/test-in-cluster
+
+# Serves /metrics on port 9648; the database comes from DATABASE_URL or the PG* variables.
+# EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
+run: $(STAMP)
+	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
