@@ -4,6 +4,7 @@
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
 #   make run    start the Prometheus exporter (call-reaper-exporter, see README)
+#   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
 SHELL := /bin/bash
@@ -31,7 +32,7 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 \
 	-o cron.use_background_workers=on \
 	-o max_worker_processes=16
 
-.PHONY: deps apt-deps test lint clean run
+.PHONY: deps apt-deps test lint clean run alerts-test
 
 deps: apt-deps $(STAMP)
 
@@ -57,8 +58,13 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
-test: deps
+test: deps alerts-test
 	$(PG_VIRTUALENV) scripts/test-in-cluster
+
+# Needs no database: fails fast before a cluster is started.
+alerts-test: apt-deps
+	promtool check rules monitoring/alerts.yml
+	promtool test rules monitoring/alerts_test.yml
 
 # Serves /metrics on port 9648; the database comes from DATABASE_URL or the PG* variables.
 # EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
