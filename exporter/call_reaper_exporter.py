@@ -158,7 +158,7 @@ class ReaperCollector(Collector):
             return None
         try:
             try:
-                if self._conn is None or self._conn.closed:
+                if self._conn is None:
                     self._conn = self._connect()
                 row = self._conn.execute(QUERY).fetchone()
             except psycopg.Error as exc:
