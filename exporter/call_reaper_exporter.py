@@ -233,9 +233,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     try:
         args.masked_dsn = mask_dsn(args.dsn)
-    except psycopg.ProgrammingError as exc:
-        # A malformed DSN is a configuration error, not an outage: refuse to start.
-        parser.error(f"--dsn is not a valid connection string: {exc}")
+    except psycopg.ProgrammingError:
+        # A malformed DSN is a configuration error, not an outage: refuse to start. libpq's
+        # message quotes the token it choked on, which may be the password: not repeated here.
+        parser.error("--dsn (or DATABASE_URL) is not a valid libpq connection string or URL")
     if args.connect_timeout <= 0 or args.statement_timeout <= 0:
         parser.error("--connect-timeout and --statement-timeout must be positive")
     return args

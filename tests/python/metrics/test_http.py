@@ -5,7 +5,10 @@ the database is unreachable."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from metrics_support import reap, sample
 from psycopg.conninfo import conninfo_to_dict
@@ -119,3 +122,12 @@ def test_dsn_defaults_to_database_url_then_libpq_variables(monitor_dsn, start_ex
     samples, _ = from_url.scrape()
     assert sample(samples, P + "up") == 1, from_url.log
     assert params["password"] not in from_url.log
+
+
+def test_malformed_dsn_refuses_to_start_without_echoing_it():
+    script = Path(sys.executable).with_name("call-reaper-exporter")
+    done = subprocess.run([str(script), "--dsn", "host=db password hunter2"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert "not a valid libpq connection string" in done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
