@@ -13,12 +13,13 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def monitor_dsn(dsn: str) -> Iterator[str]:
-    """DSN that logs in as messenger_call_reaper_monitor with a password set for this run.
+    """DSN that logs in as messenger_call_reaper_monitor with a password set for this test.
 
     A real login, not SET ROLE: the test then sees exactly what the exporter's role sees. The
-    password is removed again afterwards (the deploy gives the role none).
+    password is removed again afterwards (the deploy gives the role none); per test, so another
+    test that sets or clears the role's password cannot pull it from under this one.
     """
     password = secrets.token_urlsafe(24)
     with psycopg.connect(dsn, autocommit=True) as conn:

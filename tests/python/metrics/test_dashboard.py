@@ -14,7 +14,7 @@ ALERTS = REPO / "monitoring" / "alerts.yml"
 NAME = re.compile(r"\bmessenger_call_reaper_[A-Za-z0-9_:]*")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def served(monitor_dsn) -> set[str]:
     collector = ReaperCollector(monitor_dsn)
     samples = collect_once(collector)
