@@ -3,7 +3,7 @@
 #   make test   deploy, check and test everything in a throwaway cluster (what .ci/run calls)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
-#   make run    start the Prometheus exporter (call-reaper-exporter, see README)
+#   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see README)
 #   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
@@ -32,7 +32,7 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 \
 	-o cron.use_background_workers=on \
 	-o max_worker_processes=16
 
-.PHONY: deps apt-deps test lint clean run alerts-test
+.PHONY: deps apt-deps test lint clean run-exporter alerts-test
 
 deps: apt-deps $(STAMP)
 
@@ -68,7 +68,7 @@ alerts-test: apt-deps
 
 # Serves /metrics on port 9648; the database comes from DATABASE_URL or the PG* variables.
 # EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
-run: $(STAMP)
+run-exporter: $(STAMP)
 	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
 
 lint: $(STAMP)
