@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from psycopg import sql
 from psycopg.rows import dict_row
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 MONITOR = "messenger_call_reaper_monitor"
 LOCK_KEY = 7161124095527313776
 JOB = "messenger-call-timeout-reaper"

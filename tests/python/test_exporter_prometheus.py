@@ -15,7 +15,7 @@ import urllib.request
 from datetime import UTC, datetime
 
 import pytest
-from metrics_support import REPO, dashboard_queries, reap
+from exporter_support import REPO, dashboard_queries, reap
 
 P = "messenger_call_reaper_"
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from metrics_support import reap, sample
+from exporter_support import reap, sample
 from psycopg.conninfo import conninfo_to_dict
 
 P = "messenger_call_reaper_"

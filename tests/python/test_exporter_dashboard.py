@@ -7,7 +7,7 @@ import re
 
 import pytest
 from call_reaper_exporter import ReaperCollector
-from metrics_support import REPO, collect_once, dashboard_queries, sample
+from exporter_support import REPO, collect_once, dashboard_queries, sample
 
 P = "messenger_call_reaper_"
 ALERTS = REPO / "monitoring" / "alerts.yml"

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 from call_reaper_exporter import ReaperCollector
-from metrics_support import LOCK_KEY, MONITOR, collect_once, reap, sample
+from exporter_support import LOCK_KEY, MONITOR, collect_once, reap, sample
 from prometheus_client import CollectorRegistry
 
 P = "messenger_call_reaper_"
