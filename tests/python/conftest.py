@@ -11,6 +11,7 @@ test loudly: a suite that skips itself would let a broken CI look green.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -79,3 +80,64 @@ def make_conn(dsn: str) -> Iterator[Callable[..., psycopg.Connection]]:
     yield make
     for connection in opened:
         connection.close()
+
+
+REAPER_JOB = "messenger-call-timeout-reaper"
+REAPER_ROLE = "messenger_call_reaper"
+REAPER_LOCK_KEY = 7161124095527313776
+
+
+def set_reaper_job_active(conn: psycopg.Connection, active: bool) -> bool:
+    """Pause or resume the scheduled reaper job; returns whether it was active before."""
+    row = conn.execute(
+        "SELECT j.jobid, j.active FROM cron.job AS j WHERE j.jobname = %s AND j.username = %s",
+        (REAPER_JOB, REAPER_ROLE),
+    ).fetchone()
+    if row is None:
+        pytest.fail(f"pg_cron job {REAPER_JOB} is not scheduled: run `sqitch deploy` first", pytrace=False)
+    jobid, was_active = row
+    conn.execute("SELECT cron.alter_job(%s, active => %s)", (jobid, active))
+    return was_active
+
+
+def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
+    """Wait until no run of the reaper job is in flight and nobody holds the reaper's lock.
+
+    A paused job's CALL notices the pause within about a second (it re-reads cron.job.active
+    while it sleeps and before every tick); a run the scheduler launched just before the pause
+    sees it before its first cycle. Then take and drop the single-runner lock, which waits for a
+    cycle run by hand in another session.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        in_flight = conn.execute(
+            "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+            " WHERE j.jobname = %s AND j.username = %s AND d.status IN ('starting', 'running')",
+            (REAPER_JOB, REAPER_ROLE),
+        ).fetchone()[0]
+        if in_flight == 0:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"a run of {REAPER_JOB} was still in flight after {timeout:.0f} s", pytrace=False)
+        time.sleep(0.2)
+    conn.execute("SET lock_timeout = %s", (f"{int(timeout * 1000)}ms",))
+    conn.execute("SELECT pg_advisory_lock(%s)", (REAPER_LOCK_KEY,))
+    conn.execute("SELECT pg_advisory_unlock(%s)", (REAPER_LOCK_KEY,))
+    conn.execute("RESET lock_timeout")
+
+
+@pytest.fixture
+def reaper_paused(dsn: str) -> Iterator[None]:
+    """The scheduled reaper job is paused and no cycle is in flight for the whole test.
+
+    Use it in every test that runs cycles and asserts lock_acquired or counts, or that needs
+    overdue calls nobody else closes. The job is resumed afterwards unless it was already paused.
+    """
+    with psycopg.connect(dsn, autocommit=True) as control:
+        was_active = set_reaper_job_active(control, False)
+        wait_reaper_idle(control)
+        try:
+            yield
+        finally:
+            if was_active:
+                set_reaper_job_active(control, True)
