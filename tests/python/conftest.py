@@ -120,7 +120,7 @@ def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"a run of {REAPER_JOB} was still in flight after {timeout:.0f} s", pytrace=False)
         time.sleep(0.2)
-    conn.execute("SET lock_timeout = %s", (f"{int(timeout * 1000)}ms",))
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
     conn.execute("SELECT pg_advisory_lock(%s)", (REAPER_LOCK_KEY,))
     conn.execute("SELECT pg_advisory_unlock(%s)", (REAPER_LOCK_KEY,))
     conn.execute("RESET lock_timeout")
