@@ -96,29 +96,33 @@ def set_reaper_job_active(conn: psycopg.Connection, active: bool) -> bool:
     if row is None:
         pytest.fail(f"pg_cron job {REAPER_JOB} is not scheduled: run `sqitch deploy` first", pytrace=False)
     jobid, was_active = row
-    conn.execute("SELECT cron.alter_job(%s, active => %s)", (jobid, active))
+    # Only on a change: pg_cron 1.4 treats any alter_job of a job with a run in flight as a
+    # cancellation of that run's task (it stops tracking it while the worker carries on).
+    if was_active != active:
+        conn.execute("SELECT cron.alter_job(%s, active => %s)", (jobid, active))
     return was_active
 
 
 def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
-    """Wait until no run of the reaper job is in flight and nobody holds the reaper's lock.
+    """Wait until no CALL of the reaper job is executing and nobody holds the reaper's lock.
 
-    A paused job's CALL notices the pause within about a second (it re-reads cron.job.active
-    while it sleeps and before every tick); a run the scheduler launched just before the pause
-    sees it before its first cycle. Then take and drop the single-runner lock, which waits for a
-    cycle run by hand in another session.
+    The truth is pg_stat_activity, not cron.job_run_details: pg_cron 1.4 may mark a run of a
+    job altered mid-run as finished while its worker is still executing. A paused job's CALL
+    returns within about a second (it re-reads cron.job.active while it sleeps and before every
+    tick); a worker the scheduler launched just before the pause sees it before its first
+    cycle. Then take and drop the single-runner lock: that waits for a cycle run by hand.
     """
     deadline = time.monotonic() + timeout
     while True:
         in_flight = conn.execute(
-            "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
-            " WHERE j.jobname = %s AND j.username = %s AND d.status IN ('starting', 'running')",
-            (REAPER_JOB, REAPER_ROLE),
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE usename = %s AND state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_ticks(%%'",
+            (REAPER_ROLE,),
         ).fetchone()[0]
         if in_flight == 0:
             break
         if time.monotonic() > deadline:
-            pytest.fail(f"a run of {REAPER_JOB} was still in flight after {timeout:.0f} s", pytrace=False)
+            pytest.fail(f"a run of {REAPER_JOB} was still executing after {timeout:.0f} s", pytrace=False)
         time.sleep(0.2)
     conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
     conn.execute("SELECT pg_advisory_lock(%s)", (REAPER_LOCK_KEY,))
@@ -135,8 +139,8 @@ def reaper_paused(dsn: str) -> Iterator[None]:
     """
     with psycopg.connect(dsn, autocommit=True) as control:
         was_active = set_reaper_job_active(control, False)
-        wait_reaper_idle(control)
         try:
+            wait_reaper_idle(control)
             yield
         finally:
             if was_active:
