@@ -33,7 +33,7 @@ class Observation:
     lags_s: list[float]          # ended_at - (started_at + ring_timeout), per call
     late_s: list[float]          # ended_at - (started_at + ring_timeout + interval + slack), per call
     statuses: set[str]
-    runs: list[tuple]            # cron.job_run_details of the job since the start
+    runs: list[tuple]            # cron.job_run_details of the job started during the test
     ticks_per_run: list[int]     # ledger rows started inside each finished run
     native_seconds: bool
 
@@ -65,7 +65,6 @@ def observed(dsn: str):
             assert _wait(lambda: conn.execute(
                 "SELECT count(*) FROM messenger.call_reaper_runs WHERE started_at > %s", (ready,)
             ).fetchone()[0] > 0, 75), "the scheduled job ran no cycle within 75 s"
-            t0 = conn.execute("SELECT clock_timestamp()").fetchone()[0]
             start = time.monotonic()
             for offset in sorted(rng.uniform(0, SPREAD_S) for _ in range(CALLS)):
                 time.sleep(max(0.0, start + offset - time.monotonic()))
@@ -85,7 +84,7 @@ def observed(dsn: str):
                 return conn.execute(
                     "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
                     " WHERE j.jobname = %s AND d.start_time >= %s AND d.status NOT IN ('starting', 'running')",
-                    (REAPER_JOB, t0)).fetchone()[0] > 0
+                    (REAPER_JOB, ready)).fetchone()[0] > 0
 
             _wait(all_closed, RING_TIMEOUT_S + interval_s + SLACK_S + 5)
             _wait(a_run_finished, 75)
@@ -99,7 +98,7 @@ def observed(dsn: str):
                 "SELECT d.username, d.status, d.return_message, d.start_time, d.end_time, j.schedule"
                 "  FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
                 " WHERE j.jobname = %s AND d.start_time >= %s ORDER BY d.start_time",
-                (REAPER_JOB, t0)).fetchall()
+                (REAPER_JOB, ready)).fetchall()
             ticks = [conn.execute(
                 "SELECT count(*) FROM messenger.call_reaper_runs WHERE started_at BETWEEN %s AND %s",
                 (r[3], r[4])).fetchone()[0] for r in runs if r[4] is not None]
