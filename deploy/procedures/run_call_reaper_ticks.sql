@@ -15,7 +15,8 @@ BEGIN;
 --   * Pause: before every tick, and every second while it sleeps, it re-reads cron.job.active
 --     of its job; a paused (or unscheduled) job returns at once, so a pause takes effect at the
 --     next tick, never after the minute.
---   * Retention: the first tick of each hour also runs messenger.purge_call_reaper_history().
+--   * Retention: the first tick of each hour also runs messenger.purge_call_reaper_history();
+--     a failing purge is logged (WARNING event=purge_failed) and the ticks go on.
 --
 -- statement_timeout: on PostgreSQL a CALL's statement_timeout covers the whole CALL, COMMITs
 -- included, and a running statement cannot re-arm it. The job role's 30 s (the max run
@@ -93,7 +94,12 @@ BEGIN
         v_ran := true;
 
         IF date_trunc('hour', v_tick) > date_trunc('hour', v_tick - v_interval) THEN
-            PERFORM messenger.purge_call_reaper_history();
+            -- Housekeeping must never cost the minute its remaining ticks.
+            BEGIN
+                PERFORM messenger.purge_call_reaper_history();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'call_reaper event=purge_failed sqlstate=% message=%', SQLSTATE, SQLERRM;
+            END;
             COMMIT;
         END IF;
 
