@@ -24,7 +24,6 @@ from psycopg.rows import dict_row
 REPO = Path(__file__).resolve().parents[2]
 MONITOR = "messenger_call_reaper_monitor"
 LOCK_KEY = 7161124095527313776
-JOB = "messenger-call-timeout-reaper"
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
 
 Samples = dict[tuple[str, frozenset], float]

@@ -59,7 +59,7 @@ def test_registering_does_not_touch_the_database(conn, monitor_dsn):
     collector.close()
 
 
-def test_publishes_real_cycles(conn, make_conn, monitor_dsn, paused):
+def test_publishes_real_cycles(conn, make_conn, monitor_dsn, reaper_paused):
     """Counter, histogram and timestamp deltas equal exactly what real cycles did."""
     # Close every call that is due by the end of this scenario first (other tests' leftovers),
     # so the cycles below find only this test's calls.
@@ -145,7 +145,7 @@ def test_publishes_real_cycles(conn, make_conn, monitor_dsn, paused):
         before, P + "last_success_timestamp_seconds")
 
 
-def test_backlog_counts_overdue_active_calls_now(conn, monitor_dsn, paused):
+def test_backlog_counts_overdue_active_calls_now(conn, monitor_dsn, reaper_paused):
     collector = ReaperCollector(monitor_dsn)
     before = collect_once(collector)
     now = conn.execute("SELECT now()").fetchone()[0]
@@ -181,7 +181,7 @@ def test_unreachable_database_reports_up_0_only(caplog):
 
 
 def test_slow_database_reports_up_0_after_statement_timeout_then_recovers(
-        conn, make_conn, monitor_dsn, paused, caplog):
+        conn, make_conn, monitor_dsn, reaper_paused, caplog):
     collector = ReaperCollector(monitor_dsn, statement_timeout=1)
     assert sample(collect_once(collector), P + "up") == 1
     holder = make_conn(autocommit=False)

@@ -36,7 +36,7 @@ def metrics_row(conn) -> dict:
 
 
 def test_serves_every_spec_metric_with_the_database_values(conn, monitor_dsn, start_exporter,
-                                                            paused):
+                                                            reaper_paused):
     reap(conn, as_of=FUTURE)  # at least one cycle, so no value is trivially zero
     exporter = start_exporter("--dsn", monitor_dsn)
     samples, types = exporter.scrape()
@@ -66,7 +66,7 @@ def test_serves_every_spec_metric_with_the_database_values(conn, monitor_dsn, st
     assert sample(samples, P + "polling_interval_seconds") == 15
 
 
-def test_counters_survive_an_exporter_restart(conn, monitor_dsn, start_exporter, paused):
+def test_counters_survive_an_exporter_restart(conn, monitor_dsn, start_exporter, reaper_paused):
     reap(conn, as_of=FUTURE)
     first = start_exporter("--dsn", monitor_dsn)
     before, _ = first.scrape()

@@ -90,7 +90,7 @@ def prometheus(tmp_path, start_exporter, monitor_dsn):
     server.stop()
 
 
-def test_prometheus_ingests_every_spec_metric(conn, prometheus, paused):
+def test_prometheus_ingests_every_spec_metric(conn, prometheus, reaper_paused):
     deadline = time.monotonic() + DEADLINE
     reap(conn, as_of=datetime(2100, 1, 1, tzinfo=UTC))  # counters not trivially zero
     prometheus.wait("ready", lambda: urllib.request.urlopen(
