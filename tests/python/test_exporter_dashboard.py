@@ -45,3 +45,16 @@ def test_alert_rules_mention_only_served_metrics(served):
 ])
 def test_dashboard_shows(what, pattern):
     assert any(re.search(pattern, query) for query in dashboard_queries()), what
+
+
+def test_alert_runbook_links_resolve():
+    runbook = REPO / "docs" / "runbooks" / "call-timeout-reaper.md"
+    # GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens.
+    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.+)$", runbook.read_text(), re.MULTILINE)}
+    links = re.findall(r"runbook_url: (\S+)", ALERTS.read_text())
+    assert len(links) == len(re.findall(r"- alert: ", ALERTS.read_text()))
+    for link in links:
+        path, _, anchor = link.partition("#")
+        assert (REPO / path).resolve() == runbook.resolve(), link
+        assert anchor in anchors, link
