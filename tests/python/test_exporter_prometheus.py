@@ -12,7 +12,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from exporter_support import REPO, dashboard_queries, reap
@@ -92,7 +92,15 @@ def prometheus(tmp_path, start_exporter, monitor_dsn):
 
 def test_prometheus_ingests_every_spec_metric(conn, prometheus, reaper_paused):
     deadline = time.monotonic() + DEADLINE
-    reap(conn, as_of=datetime(2100, 1, 1, tzinfo=UTC))  # counters not trivially zero
+    # Real cycles that close real calls (far in the future, so the paused job never sees them):
+    # no counter or histogram is trivially zero when Prometheus reads it.
+    start = datetime(2100, 1, 1, tzinfo=UTC)
+    conn.execute(
+        "INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type,"
+        " status, started_at, updated_at) SELECT gen_random_uuid(), gen_random_uuid(),"
+        " gen_random_uuid(), 'Audio', 'Ringing', %s, %s FROM generate_series(1, 2)", [start, start])
+    closed = reap(conn, as_of=start + timedelta(seconds=50), batch_size=10000)
+    assert closed["missed_count"] >= 2
     prometheus.wait("ready", lambda: urllib.request.urlopen(
         prometheus.base + "/-/ready", timeout=2).status == 200, deadline)
     # A scrape after the cycle above, and a few more so rate() has samples to work with.
@@ -126,6 +134,8 @@ def test_prometheus_ingests_every_spec_metric(conn, prometheus, reaper_paused):
     got = {expr: prometheus.value(expr) for expr in expected}
     assert got == pytest.approx({k: float(v) for k, v in expected.items()}, rel=0, abs=1e-6)
     assert got[f'{P}run_total{{result="completed"}}'] >= 1
+    assert got[f'{P}items_total{{outcome="missed"}}'] >= 2
+    assert got[f"{P}reap_lag_seconds_count"] >= 2
     assert len(prometheus.query(f"{P}cycle_duration_seconds_bucket")) == len(
         row["cycle_duration_bounds"]) + 1
     assert len(prometheus.query(f"{P}reap_lag_seconds_bucket")) == len(
