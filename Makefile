@@ -1,0 +1,64 @@
+# Test harness for the call timeout reaper.
+#   make deps   install what the tests need (Debian packages, .venv); idempotent
+#   make test   deploy, check and test everything in a throwaway cluster (what .ci/run calls)
+#   make lint   ruff over the Python files
+#   make clean  remove .venv and the stamp file
+# A fresh CI machine has none of the tools, so `test` installs them first.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+# Server, pg_cron, pgTAP + pg_prove, Sqitch (+ its Pg driver), plpgsql_check, promtool.
+DEB_PACKAGES := postgresql-common postgresql-15 postgresql-15-cron \
+	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
+	sqitch libdbd-pg-perl postgresql-15-plpgsql-check prometheus
+
+# CI runs as root; a developer who is not root needs sudo for apt-get.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+VENV  := .venv
+# Inside .venv, so deleting .venv by hand also forces a reinstall.
+STAMP := $(VENV)/.stamp-requirements-dev
+
+# The server settings SPEC.md §4 supports, nothing more; max_worker_processes leaves
+# room for pg_cron's launcher and its background-worker jobs beside autovacuum & co.
+# -t keeps the cluster in a temp dir even as root: a killed run then leaves nothing in
+# /etc/postgresql that would make the next pg_virtualenv refuse to start.
+PG_VIRTUALENV := pg_virtualenv -t -v 15 \
+	-o shared_preload_libraries=pg_cron \
+	-o cron.database_name=messenger \
+	-o cron.use_background_workers=on \
+	-o max_worker_processes=16
+
+.PHONY: deps apt-deps test lint clean
+
+deps: apt-deps $(STAMP)
+
+# Only touch apt when something is missing: `apt-get update` is the slow part.
+# "Status: install ok installed", not just dpkg's exit code: a removed package whose
+# config files remain is still known to dpkg -s.
+apt-deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -qx 'Status: install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install:$$missing"; \
+	  $(SUDO) apt-get update -q; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 $$missing; \
+	fi
+
+# Rebuilt only when requirements-dev.txt is newer than the stamp.
+$(STAMP): requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+test: deps
+	$(PG_VIRTUALENV) scripts/test-in-cluster
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

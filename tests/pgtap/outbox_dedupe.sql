@@ -1,0 +1,30 @@
+-- Never push twice: the database refuses a second row for the same (kind, call, recipient) of
+-- the call events, and any payload beyond the three non-PII keys.
+BEGIN;
+SELECT plan(6);
+
+PREPARE push(text, text, jsonb) AS
+INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
+VALUES ($1, 'User', $2, '00000000-0000-0000-0000-0000000000e1', $3);
+
+SELECT lives_ok($$EXECUTE push('CallMissed', 'user:00000000-0000-0000-0000-00000000e0a1',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Missed", "mediaType": "Audio"}')$$,
+    'the first CallMissed row of a call is accepted');
+SELECT throws_ok($$EXECUTE push('CallMissed', 'user:00000000-0000-0000-0000-00000000e0a1',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Missed", "mediaType": "Audio"}')$$,
+    '23505', NULL, 'a second CallMissed row for the same call and recipient raises unique_violation');
+SELECT lives_ok($$EXECUTE push('CallEnded', 'user:00000000-0000-0000-0000-00000000e0a1',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Failed", "mediaType": "Audio"}')$$,
+    'another event kind for the same call and recipient is accepted');
+SELECT lives_ok($$EXECUTE push('CallEnded', 'user:00000000-0000-0000-0000-00000000e0b1',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Failed", "mediaType": "Audio"}')$$,
+    'the same event for the other party is accepted');
+SELECT throws_ok($$EXECUTE push('CallEnded', 'user:00000000-0000-0000-0000-00000000e0c1',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Failed", "mediaType": "Audio", "callerName": "Alice"}')$$,
+    '23514', NULL, 'a call event payload with a key beyond callId/status/mediaType is refused');
+SELECT throws_ok($$EXECUTE push('CallEnded', 'alice@example.com',
+    '{"callId": "00000000-0000-0000-0000-0000000000e1", "status": "Failed", "mediaType": "Audio"}')$$,
+    '23514', NULL, 'a user target that is not user:<uuid> is refused');
+
+SELECT * FROM finish();
+ROLLBACK;
