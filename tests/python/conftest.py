@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict
-
 import reaper_support
+from psycopg.conninfo import conninfo_to_dict
 
 
 def _describe(dsn: str) -> str:

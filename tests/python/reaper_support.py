@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 from psycopg.rows import dict_row
@@ -26,7 +26,7 @@ OWNER_ROLE = "messenger_call_reaper_owner"
 MONITOR_ROLE = "messenger_call_reaper_monitor"
 REAPER = "messenger.reap_call_timeouts(integer, interval, interval, timestamptz)"
 
-FUTURE = datetime(2100, 1, 1, tzinfo=timezone.utc)
+FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 RING = timedelta(seconds=45)
 STALE = timedelta(hours=2)
 US = timedelta(microseconds=1)

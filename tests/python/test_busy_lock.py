@@ -2,8 +2,15 @@
 
 from datetime import timedelta
 
-from reaper_support import (FUTURE, LOCK_KEY, backend_pid, call_rows, lock_is_free, reap,
-                            ringing)
+from reaper_support import (
+    FUTURE,
+    LOCK_KEY,
+    backend_pid,
+    call_rows,
+    lock_is_free,
+    reap,
+    ringing,
+)
 
 
 def test_second_caller_is_skipped_at_once_and_counted(dsn, make_conn, calls, reaper_paused):

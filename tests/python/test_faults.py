@@ -17,8 +17,18 @@ from datetime import timedelta
 import psycopg
 import pytest
 from psycopg import errors, sql
-from reaper_support import (FUTURE, STALE, answered, assert_all_or_nothing, backend_pid,
-                            lock_is_free, reap, ringing, wait_for, waiting_on)
+from reaper_support import (
+    FUTURE,
+    STALE,
+    answered,
+    assert_all_or_nothing,
+    backend_pid,
+    lock_is_free,
+    reap,
+    ringing,
+    wait_for,
+    waiting_on,
+)
 
 AS_OF = FUTURE
 RESTART_OPT_IN = "CALL_REAPER_TEST_RESTARTABLE_CLUSTER"
@@ -74,7 +84,7 @@ def this_cluster(conn):
         pytest.fail(f"cluster_name {name!r} is not VERSION/NAME: cannot find the test cluster")
     version, cluster = name.split("/", 1)
     listed = subprocess.run(["pg_lsclusters", "--no-header", version, cluster],
-                            capture_output=True, text=True)
+                            check=False, capture_output=True, text=True)
     if listed.returncode != 0 or data_dir not in listed.stdout:
         pytest.fail(f"pg_lsclusters does not show {name} at {data_dir}"
                     f" (PG_CLUSTER_CONF_ROOT={os.environ.get('PG_CLUSTER_CONF_ROOT')!r}):"
@@ -92,10 +102,10 @@ def restart_immediate(conn):
     host, port = conn.info.host, str(conn.info.port)
     done = subprocess.run(
         ["pg_ctlcluster", "--skip-systemctl-redirect", version, cluster, "restart",
-         "-m", "immediate"], capture_output=True, text=True)
+         "-m", "immediate"], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    wait_for(lambda: subprocess.run(["pg_isready", "-q", "-h", host, "-p", port]).returncode == 0,
-             60, "the restarted server to accept connections", interval=0.2)
+    ready = ["pg_isready", "-q", "-h", host, "-p", port]
+    wait_for(lambda: subprocess.run(ready, check=False).returncode == 0, 60, "the restarted server to accept connections", interval=0.2)
 
 
 FAULTS = ["statement_timeout", "cancel", "terminate", "restart"]

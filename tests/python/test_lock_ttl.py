@@ -5,10 +5,17 @@ the rest of that transaction. The TTL is shortened to 2 s here (the default is 1
 import time
 from datetime import timedelta
 
-from psycopg import errors
 import pytest
-from reaper_support import (FUTURE, backend_pid, call_rows, lock_is_free, reap, ringing,
-                            wait_for)
+from psycopg import errors
+from reaper_support import (
+    FUTURE,
+    backend_pid,
+    call_rows,
+    lock_is_free,
+    reap,
+    ringing,
+    wait_for,
+)
 
 TTL_S = 2
 

@@ -7,8 +7,16 @@ from datetime import timedelta
 import psycopg
 import pytest
 from psycopg import sql
-from reaper_support import (FUTURE, STALE, answered, assert_all_or_nothing, call_rows,
-                            outbox_rows, reap, ringing)
+from reaper_support import (
+    FUTURE,
+    STALE,
+    answered,
+    assert_all_or_nothing,
+    call_rows,
+    outbox_rows,
+    reap,
+    ringing,
+)
 
 AS_OF = FUTURE
 BACKOFF = timedelta(minutes=1)  # messenger.call_reaper_settings default

@@ -9,9 +9,18 @@ commits), so "not waited for" needs no stopwatch.
 import threading
 from datetime import timedelta
 
+import psycopg
 import pytest
-from reaper_support import (FUTURE, STALE, answered, backend_pid, call_rows, outbox_rows, reap,
-                            ringing)
+from reaper_support import (
+    FUTURE,
+    STALE,
+    answered,
+    backend_pid,
+    call_rows,
+    outbox_rows,
+    reap,
+    ringing,
+)
 
 AS_OF = FUTURE
 
@@ -30,7 +39,7 @@ def run_reaper_beside(make_conn, product, **args):
     def cycle():
         try:
             out["result"] = reap(reaper_conn, **args)
-        except Exception as exc:  # reported to the test thread below
+        except psycopg.Error as exc:  # re-raised in the test's thread below
             out["error"] = exc
 
     thread = threading.Thread(target=cycle)
