@@ -97,8 +97,8 @@ def this_cluster(conn):
     return version, cluster
 
 
-def restart_immediate(conn):
-    version, cluster = this_cluster(conn)
+def restart_immediate(conn, cluster):
+    version, cluster = cluster
     host, port = conn.info.host, str(conn.info.port)
     done = subprocess.run(
         ["pg_ctlcluster", "--skip-systemctl-redirect", version, cluster, "restart",
@@ -134,19 +134,26 @@ def test_fault_mid_cycle_rolls_back_whole_cycle(fault, where, dsn, trap, calls, 
         except psycopg.Error as exc:
             out["error"] = exc
 
+    cluster = this_cluster(observer) if fault == "restart" else None
     thread = threading.Thread(target=cycle)
     thread.start()
-    if fault != "statement_timeout":
-        wait_for(lambda: waiting_on(observer, pid, "PgSleep"), 30,
-                 "the cycle to hang in the test trigger")
-        if fault == "cancel":
-            assert observer.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchone()[0]
-        elif fault == "terminate":
-            assert observer.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
-        else:
-            restart_immediate(observer)
-    thread.join(60)
-    assert not thread.is_alive(), "the cycle survived the fault"
+    try:
+        if fault != "statement_timeout":
+            wait_for(lambda: waiting_on(observer, pid, "PgSleep"), 30,
+                     "the cycle to hang in the test trigger")
+            if fault == "cancel":
+                assert observer.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchone()[0]
+            elif fault == "terminate":
+                assert observer.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
+            else:
+                restart_immediate(observer, cluster)
+        thread.join(60)
+        assert not thread.is_alive(), "the cycle survived the fault"
+    finally:
+        if thread.is_alive():  # the test failed early: do not leave the cycle hanging
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("SELECT pg_cancel_backend(%s)", [pid])
+            thread.join()
     assert "result" not in out, f"the cycle completed despite the fault: {out.get('result')}"
     if fault in ("statement_timeout", "cancel"):
         assert isinstance(out["error"], errors.QueryCanceled), out["error"]
