@@ -160,8 +160,9 @@ BEGIN
                    last_sqlstate   = EXCLUDED.last_sqlstate,
                    last_message    = EXCLUDED.last_message,
                    last_run_id     = EXCLUDED.last_run_id;
+            -- Quoted message (JSON string) keeps the line key=value; DETAIL is never logged.
             RAISE WARNING 'call_reaper event=item_failed run_id=% phase=% call_id=% sqlstate=% message=%',
-                p_run_id, p_phase, v_ids[i], v_state, v_message;
+                p_run_id, p_phase, v_ids[i], v_state, to_json(v_message);
         END;
     END LOOP;
 END
