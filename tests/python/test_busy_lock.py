@@ -13,7 +13,7 @@ from reaper_support import (
 )
 
 
-def test_second_caller_is_skipped_at_once_and_counted(dsn, make_conn, calls, reaper_paused):
+def test_second_caller_is_skipped_at_once_and_counted(dsn, calls, make_conn, reaper_paused):
     overdue = calls.add([ringing(FUTURE - timedelta(minutes=i + 1)) for i in range(3)])
     ids = [c["call_id"] for c in overdue]
     holder = make_conn(autocommit=False)
