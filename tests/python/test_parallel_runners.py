@@ -65,7 +65,7 @@ def feed(conn, n):
     return [r[0] for r in rows]
 
 
-def test_parallel_runners_and_the_job_close_every_call_once(conn, dsn, calls, audit):
+def test_parallel_runners_and_the_job_close_every_call_once(conn, dsn, calls, audit, capsys):
     scheduled = job(conn)
     assert scheduled is not None, f"pg_cron job {JOB_NAME} is not scheduled"
     assert scheduled["active"], f"pg_cron job {JOB_NAME} is paused: it must run during this test"
@@ -143,7 +143,8 @@ def test_parallel_runners_and_the_job_close_every_call_once(conn, dsn, calls, au
               f"{len(results)} runner cycles ({sum(r['lock_acquired'] for r in results)} with"
               f" the lock) closed {runner_closed}; {len(by_job)} job runs"
               f" ({sum(r[1] != 'skipped' for r in by_job)} with the lock) closed {job_closed}")
-    print(report)
+    with capsys.disabled():
+        print(f"\nparallel runners: {report}")
 
     # Every call transitioned exactly once, and to the right status.
     transitions = Counter(conn.execute(
