@@ -9,6 +9,7 @@ The fault is injected only once the cycle's backend is seen sleeping in that tri
 """
 
 import os
+import pwd
 import subprocess
 import threading
 import uuid
@@ -76,7 +77,7 @@ def remove_trap(dsn):
 
 
 def this_cluster(conn):
-    """(version, name) of the local pg_ctlcluster cluster serving `conn`, or a loud failure."""
+    """(version, name, data directory) of the local cluster serving `conn`, or a loud failure."""
     name, data_dir = conn.execute(
         "SELECT current_setting('cluster_name'), current_setting('data_directory')"
     ).fetchone()
@@ -94,18 +95,29 @@ def this_cluster(conn):
     if not throwaway and os.environ.get(RESTART_OPT_IN) != name:
         pytest.fail(f"refusing to crash-restart {name}: not a pg_virtualenv cluster;"
                     f" set {RESTART_OPT_IN}={name} to allow it")
-    return version, cluster
+    return version, cluster, data_dir
 
 
 def restart_immediate(conn, cluster):
-    version, cluster = cluster
+    """Crash the server (pg_ctl stop -m immediate) and start it again.
+
+    Not `pg_ctlcluster restart`: it decides whether the server runs from the external pid
+    file /var/run/postgresql/VERSION-NAME.pid, which every pg_virtualenv cluster on the
+    machine (all named regress) shares, so a concurrent run makes it skip the stop and then
+    refuse to start. pg_ctl stop reads our own data directory's postmaster.pid.
+    """
+    version, name, data_dir = cluster
+    pg_ctl = f"/usr/lib/postgresql/{version}/bin/pg_ctl"
+    stop = [pg_ctl, "-D", data_dir, "stop", "-m", "immediate", "-w"]
+    if os.geteuid() == 0:  # pg_ctl refuses root: run it as the cluster's owner
+        stop = ["runuser", "-u", pwd.getpwuid(os.stat(data_dir).st_uid).pw_name, "--", *stop]
+    for command in (stop, ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start"]):
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
     host, port = conn.info.host, str(conn.info.port)
-    done = subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", version, cluster, "restart",
-         "-m", "immediate"], check=False, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
     ready = ["pg_isready", "-q", "-h", host, "-p", port]
-    wait_for(lambda: subprocess.run(ready, check=False).returncode == 0, 60, "the restarted server to accept connections", interval=0.2)
+    wait_for(lambda: subprocess.run(ready, check=False).returncode == 0, 60,
+             "the restarted server to accept connections", interval=0.2)
 
 
 FAULTS = ["statement_timeout", "cancel", "terminate", "restart"]
