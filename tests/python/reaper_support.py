@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -188,37 +187,3 @@ def job(conn: psycopg.Connection) -> dict | None:
         return None
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute("SELECT * FROM cron.job WHERE jobname = %s", [JOB_NAME]).fetchone()
-
-
-@contextmanager
-def job_paused(dsn: str, timeout: float = 90) -> Iterator[None]:
-    """Deactivates the scheduled job and waits until it holds no lock; restores it after.
-
-    Local stand-in for the `reaper_paused` fixture: a job that takes the lock between two
-    statements of a test would make lock_acquired and counts flaky. Restores through a new
-    connection, since the test may have restarted the server meanwhile.
-    """
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = job(conn)
-        if row is None:
-            yield
-            return
-        conn.execute("SELECT cron.alter_job(%s, active := false)", [row["jobid"]])
-        try:
-            wait_for(
-                lambda: not conn.execute(
-                    "SELECT EXISTS (SELECT FROM cron.job_run_details"
-                    " WHERE jobid = %s AND status IN ('starting', 'running'))",
-                    [row["jobid"]],
-                ).fetchone()[0] and lock_is_free(conn),
-                timeout, "the scheduled reaper job to finish its running cycle",
-                interval=0.2,
-            )
-        except BaseException:
-            conn.execute("SELECT cron.alter_job(%s, active := %s)", [row["jobid"], row["active"]])
-            raise
-    try:
-        yield
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SELECT cron.alter_job(%s, active := %s)", [row["jobid"], row["active"]])
