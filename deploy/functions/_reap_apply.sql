@@ -9,7 +9,7 @@ BEGIN;
 -- how late each was closed. LANGUAGE sql because data-modifying CTEs are plain SQL; it raises
 -- whatever the UPDATE or INSERT raises (the caller isolates poison calls).
 --   p_phase     'ring_timeout' (Ringing -> Missed, CallMissed to the caller) or
---               'stale_answered' (Answered -> Failed, CallEnded to both parties)
+--               'stale_answered' (Answered -> Failed, CallEnded to each distinct party)
 --   p_call_ids  claimed calls; p_due_at their due times (same order)
 --   p_run_id    the cycle's run id, written as the outbox correlation_id
 --   p_as_of     the cycle's time: ended_at, updated_at and the outbox created_at
@@ -48,7 +48,9 @@ WITH closed AS (
            p_as_of
       FROM closed AS x
      CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
-     WHERE r.n = 1 OR p_phase = 'stale_answered'
+     -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
+     -- second one the outbox's unique index would refuse (making the call poison forever).
+     WHERE r.n = 1 OR (p_phase = 'stale_answered' AND x.callee_user_id <> x.caller_user_id)
      ORDER BY x.due_at, x.call_id, r.n
 )
 SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status, x.end_reason,

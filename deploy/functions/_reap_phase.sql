@@ -40,10 +40,6 @@ DECLARE
     v_ids     uuid[];
     v_due     timestamptz[];
     v_n       integer;
-    -- Skipped rows are the overdue ones ordered before the last claimed row (all of them when
-    -- the batch is not full); the max uuid makes "all" one row comparison.
-    v_upto_key timestamptz := v_cutoff;
-    v_upto_id  uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_row     record;
     v_state   text;
     v_message text;
@@ -53,63 +49,76 @@ BEGIN
     poisoned := 0;
     lag_seconds := '{}'::double precision[];
 
+    -- One statement per phase, so the claim and the count of the rows it had to skip read
+    -- the same snapshot: a row committed by someone else between two statements is not
+    -- "skipped", it was simply not there yet. Skipped rows are the overdue ones ordered
+    -- before the last claimed row (all of them when the batch is not full).
     IF p_phase = 'ring_timeout' THEN
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
-               coalesce(array_agg(c.started_at + p_timeout ORDER BY c.started_at, c.call_id), '{}')
-          INTO v_ids, v_due
-          FROM (SELECT s.call_id, s.started_at
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Ringing'
-                   AND s.started_at <= v_cutoff
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.started_at, s.call_id
-                 LIMIT p_batch_size
-                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
-        v_n := cardinality(v_ids);
-        IF v_n = p_batch_size THEN
-            v_upto_key := v_due[v_n] - p_timeout;
-            v_upto_id := v_ids[v_n];
-        END IF;
-        SELECT count(*)::integer INTO skipped_locked
-          FROM (SELECT
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Ringing'
-                   AND (s.started_at, s.call_id) <= (v_upto_key, v_upto_id)
-                   AND s.call_id <> ALL (v_ids)
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 LIMIT p_batch_size) AS x;
+        WITH claimed AS MATERIALIZED (
+            SELECT s.call_id, s.started_at AS due_key
+              FROM messenger.call_sessions AS s
+             WHERE s.status = 'Ringing'
+               AND s.started_at <= v_cutoff
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+             ORDER BY s.started_at, s.call_id
+             LIMIT p_batch_size
+               FOR NO KEY UPDATE OF s SKIP LOCKED
+        ), batch AS (
+            SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
+                   coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys,
+                   coalesce(array_agg(c.due_key + p_timeout ORDER BY c.due_key, c.call_id), '{}') AS due
+              FROM claimed AS c
+        )
+        SELECT b.ids, b.due,
+               (SELECT count(*)::integer
+                  FROM (SELECT
+                          FROM messenger.call_sessions AS s
+                         WHERE s.status = 'Ringing'
+                           AND s.started_at <= v_cutoff
+                           AND (cardinality(b.ids) < p_batch_size
+                                OR (s.started_at, s.call_id) <= (b.keys[p_batch_size], b.ids[p_batch_size]))
+                           AND s.call_id <> ALL (b.ids)
+                           AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                            WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                         LIMIT p_batch_size) AS x)
+          INTO v_ids, v_due, skipped_locked
+          FROM batch AS b;
     ELSIF p_phase = 'stale_answered' THEN
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.updated_at, c.call_id), '{}'),
-               coalesce(array_agg(c.updated_at + p_timeout ORDER BY c.updated_at, c.call_id), '{}')
-          INTO v_ids, v_due
-          FROM (SELECT s.call_id, s.updated_at
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Answered'
-                   AND s.updated_at <= v_cutoff
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.updated_at, s.call_id
-                 LIMIT p_batch_size
-                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
-        v_n := cardinality(v_ids);
-        IF v_n = p_batch_size THEN
-            v_upto_key := v_due[v_n] - p_timeout;
-            v_upto_id := v_ids[v_n];
-        END IF;
-        SELECT count(*)::integer INTO skipped_locked
-          FROM (SELECT
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Answered'
-                   AND (s.updated_at, s.call_id) <= (v_upto_key, v_upto_id)
-                   AND s.call_id <> ALL (v_ids)
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 LIMIT p_batch_size) AS x;
+        WITH claimed AS MATERIALIZED (
+            SELECT s.call_id, s.updated_at AS due_key
+              FROM messenger.call_sessions AS s
+             WHERE s.status = 'Answered'
+               AND s.updated_at <= v_cutoff
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+             ORDER BY s.updated_at, s.call_id
+             LIMIT p_batch_size
+               FOR NO KEY UPDATE OF s SKIP LOCKED
+        ), batch AS (
+            SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
+                   coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys,
+                   coalesce(array_agg(c.due_key + p_timeout ORDER BY c.due_key, c.call_id), '{}') AS due
+              FROM claimed AS c
+        )
+        SELECT b.ids, b.due,
+               (SELECT count(*)::integer
+                  FROM (SELECT
+                          FROM messenger.call_sessions AS s
+                         WHERE s.status = 'Answered'
+                           AND s.updated_at <= v_cutoff
+                           AND (cardinality(b.ids) < p_batch_size
+                                OR (s.updated_at, s.call_id) <= (b.keys[p_batch_size], b.ids[p_batch_size]))
+                           AND s.call_id <> ALL (b.ids)
+                           AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                            WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                         LIMIT p_batch_size) AS x)
+          INTO v_ids, v_due, skipped_locked
+          FROM batch AS b;
     ELSE
         RAISE EXCEPTION 'unknown reaper phase %', p_phase USING ERRCODE = '22023';
     END IF;
+    v_n := cardinality(v_ids);
 
     RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% skipped_locked=%',
         p_run_id, p_phase, v_n, skipped_locked;
@@ -160,8 +169,9 @@ BEGIN
                    last_sqlstate   = EXCLUDED.last_sqlstate,
                    last_message    = EXCLUDED.last_message,
                    last_run_id     = EXCLUDED.last_run_id;
+            -- Quoted message (JSON string) keeps the line key=value; DETAIL is never logged.
             RAISE WARNING 'call_reaper event=item_failed run_id=% phase=% call_id=% sqlstate=% message=%',
-                p_run_id, p_phase, v_ids[i], v_state, v_message;
+                p_run_id, p_phase, v_ids[i], v_state, to_json(v_message);
         END;
     END LOOP;
 END

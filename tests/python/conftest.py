@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+import reaper_support
 from exporter_support import MONITOR, Exporter
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -85,6 +86,19 @@ def make_conn(dsn: str) -> Iterator[Callable[..., psycopg.Connection]]:
         connection.close()
 
 
+# ---- Multi-connection reaper tests (issue 5): calls made by a test, deleted after it ----
+
+@pytest.fixture
+def calls(dsn: str) -> Iterator[reaper_support.Calls]:
+    """Makes committed calls for one test and deletes them and their outbox rows after it."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        made = reaper_support.Calls(connection)
+        yield made
+    # A fresh connection: the test may have restarted the server under the first one.
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        reaper_support.delete_calls(connection, made.ids)
+
+
 REAPER_JOB = "messenger-call-timeout-reaper"
 REAPER_ROLE = "messenger_call_reaper"
 REAPER_LOCK_KEY = 7161124095527313776
@@ -147,7 +161,11 @@ def reaper_paused(dsn: str) -> Iterator[None]:
             yield
         finally:
             if was_active:
-                set_reaper_job_active(control, True)
+                # A fresh connection: the test may have restarted the server under `control`.
+                with psycopg.connect(dsn, autocommit=True) as resume:
+                    set_reaper_job_active(resume, True)
+
+
 # ---- Exporter tests (issue 4): a real login as the monitor role and the exporter as a process.
 # Helpers live in exporter_support.py.
 
