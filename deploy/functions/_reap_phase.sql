@@ -45,6 +45,7 @@ DECLARE
     v_upto_key timestamptz := v_cutoff;
     v_upto_id  uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_row     record;
+    v_lines   text;
     v_state   text;
     v_message text;
 BEGIN
@@ -118,12 +119,18 @@ BEGIN
     END IF;
 
     BEGIN
-        FOR v_row IN SELECT * FROM messenger._reap_apply(p_phase, v_ids, v_due, p_run_id, p_as_of) LOOP
-            reaped := reaped + 1;
-            lag_seconds := lag_seconds || v_row.lag_seconds;
-            RAISE LOG 'call_reaper event=call_reaped run_id=% call_id=% status=% end_reason=% caller=% callee=%',
-                p_run_id, v_row.call_id, v_row.status, v_row.end_reason, v_row.caller_user_id, v_row.callee_user_id;
-        END LOOP;
+        -- One statement and one log record for the whole batch (a line per call): a PL/pgSQL
+        -- loop with a RAISE per call cost about a fifth of a draining cycle.
+        SELECT count(*)::integer,
+               coalesce(array_agg(a.lag_seconds), '{}'),
+               string_agg(format('call_reaper event=call_reaped run_id=%s call_id=%s status=%s end_reason=%s caller=%s callee=%s',
+                                 p_run_id, a.call_id, a.status, a.end_reason, a.caller_user_id, a.callee_user_id),
+                          E'\n')
+          INTO reaped, lag_seconds, v_lines
+          FROM messenger._reap_apply(p_phase, v_ids, v_due, p_run_id, p_as_of) AS a;
+        IF reaped > 0 THEN
+            RAISE LOG '%', v_lines;
+        END IF;
         RETURN;
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
