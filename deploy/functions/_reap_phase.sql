@@ -41,7 +41,10 @@ DECLARE
     v_due     timestamptz[];
     v_n       integer;
     -- Skipped rows are the overdue ones ordered before the last claimed row (all of them when
-    -- the batch is not full); the max uuid makes "all" one row comparison.
+    -- the batch is not full); the max uuid makes "all" one row comparison. The count walks the
+    -- claim's index in the claim's order: without the plain range on the due column and the
+    -- ORDER BY, the planner (which cannot see that live calls are the recent ones) chose a
+    -- sequential scan of call_sessions for it on every cycle, idle ones included.
     v_upto_key timestamptz := v_cutoff;
     v_upto_id  uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_row     record;
@@ -76,10 +79,12 @@ BEGIN
           FROM (SELECT
                   FROM messenger.call_sessions AS s
                  WHERE s.status = 'Ringing'
+                   AND s.started_at <= v_upto_key
                    AND (s.started_at, s.call_id) <= (v_upto_key, v_upto_id)
                    AND s.call_id <> ALL (v_ids)
                    AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
                                     WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 ORDER BY s.started_at, s.call_id
                  LIMIT p_batch_size) AS x;
     ELSIF p_phase = 'stale_answered' THEN
         SELECT coalesce(array_agg(c.call_id ORDER BY c.updated_at, c.call_id), '{}'),
@@ -103,10 +108,12 @@ BEGIN
           FROM (SELECT
                   FROM messenger.call_sessions AS s
                  WHERE s.status = 'Answered'
+                   AND s.updated_at <= v_upto_key
                    AND (s.updated_at, s.call_id) <= (v_upto_key, v_upto_id)
                    AND s.call_id <> ALL (v_ids)
                    AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
                                     WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                 ORDER BY s.updated_at, s.call_id
                  LIMIT p_batch_size) AS x;
     ELSE
         RAISE EXCEPTION 'unknown reaper phase %', p_phase USING ERRCODE = '22023';
