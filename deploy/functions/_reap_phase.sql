@@ -34,10 +34,12 @@ CREATE OR REPLACE FUNCTION messenger._reap_phase(
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_cutoff  constant timestamptz := p_as_of - p_timeout;
     v_ids     uuid[];
+    v_started timestamptz[];
     v_due     timestamptz[];
     v_n       integer;
     -- Skipped rows are the overdue ones ordered before the last claimed row (all of them when
@@ -59,8 +61,9 @@ BEGIN
 
     IF p_phase = 'ring_timeout' THEN
         SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
+               coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}'),
                coalesce(array_agg(c.started_at + p_timeout ORDER BY c.started_at, c.call_id), '{}')
-          INTO v_ids, v_due
+          INTO v_ids, v_started, v_due
           FROM (SELECT s.call_id, s.started_at
                   FROM messenger.call_sessions AS s
                  WHERE s.status = 'Ringing'
@@ -88,9 +91,10 @@ BEGIN
                  LIMIT p_batch_size) AS x;
     ELSIF p_phase = 'stale_answered' THEN
         SELECT coalesce(array_agg(c.call_id ORDER BY c.updated_at, c.call_id), '{}'),
+               coalesce(array_agg(c.started_at ORDER BY c.updated_at, c.call_id), '{}'),
                coalesce(array_agg(c.updated_at + p_timeout ORDER BY c.updated_at, c.call_id), '{}')
-          INTO v_ids, v_due
-          FROM (SELECT s.call_id, s.updated_at
+          INTO v_ids, v_started, v_due
+          FROM (SELECT s.call_id, s.started_at, s.updated_at
                   FROM messenger.call_sessions AS s
                  WHERE s.status = 'Answered'
                    AND s.updated_at <= v_cutoff
@@ -134,7 +138,7 @@ BEGIN
                                  p_run_id, a.call_id, a.status, a.end_reason, a.caller_user_id, a.callee_user_id),
                           E'\n')
           INTO reaped, lag_seconds, v_lines
-          FROM messenger._reap_apply(p_phase, v_ids, v_due, p_run_id, p_as_of) AS a;
+          FROM messenger._reap_apply(p_phase, v_ids, v_started, v_due, p_run_id, p_as_of) AS a;
         IF reaped > 0 THEN
             RAISE LOG '%', v_lines;
         END IF;
@@ -150,7 +154,8 @@ BEGIN
     FOR i IN 1 .. v_n LOOP
         BEGIN
             SELECT * INTO v_row
-              FROM messenger._reap_apply(p_phase, ARRAY[v_ids[i]], ARRAY[v_due[i]], p_run_id, p_as_of);
+              FROM messenger._reap_apply(p_phase, ARRAY[v_ids[i]], ARRAY[v_started[i]], ARRAY[v_due[i]],
+                                           p_run_id, p_as_of);
             IF FOUND THEN
                 reaped := reaped + 1;
                 lag_seconds := lag_seconds || v_row.lag_seconds;

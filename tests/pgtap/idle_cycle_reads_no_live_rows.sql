@@ -38,6 +38,10 @@ CREATE FUNCTION pg_temp.snapshot(p_label text) RETURNS void LANGUAGE sql AS $$
                AND i.indexrelid <> 'messenger.call_sessions_pkey'::regclass)
 $$;
 
+-- Rows other test files inserted and rolled back leave dead entries in the indexes until a
+-- vacuum; the first cycle steps over those below the cutoff and marks them killed, so it is
+-- only a warm-up. The measured cycle is the second one.
+CREATE TEMP TABLE warm_up AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100-01-01 12:00+00');
 SELECT pg_temp.snapshot('before idle');
 CREATE TEMP TABLE idle AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100-01-01 12:00+00');
 SELECT pg_temp.snapshot('after idle');
@@ -68,10 +72,11 @@ SELECT pg_temp.snapshot('after busy');
 SELECT is((SELECT ARRAY[missed_count, failed_count] FROM busy), ARRAY[3, 2], 'the busy cycle closes the five overdue calls');
 SELECT is((SELECT a.scans - b.scans FROM reads a, reads b WHERE a.label = 'after busy' AND b.label = 'before busy'),
           0::bigint, 'the busy cycle never scans call_sessions sequentially');
--- Each phase reads its overdue entries at most twice (the claim and the skipped-locked count).
+-- Each overdue entry is read at most three times: by the claim, by the skipped-locked count
+-- and by the UPDATE's lookup of the claimed call (which may use the phase's index too).
 SELECT cmp_ok((SELECT a.index_entries - b.index_entries FROM reads a, reads b
                 WHERE a.label = 'after busy' AND b.label = 'before busy'),
-              '<=', 2 * 5::bigint, 'the busy cycle reads only index entries of overdue calls');
+              '<=', 3 * 5::bigint, 'the busy cycle reads only index entries of overdue calls');
 SELECT cmp_ok((SELECT a.index_entries - b.index_entries FROM reads a, reads b
                 WHERE a.label = 'after busy' AND b.label = 'before busy'),
               '>=', 5::bigint, 'the counters do see the overdue entries the claims read');
