@@ -126,22 +126,22 @@ SELECT CASE x.status WHEN 'Missed' THEN 'CallMissed' ELSE 'CallEnded' END, 'User
 # and it is the reaper's own bookkeeping.
 BATCHED_BOUND_SQL = """
 WITH ringing AS (
-    SELECT s.call_id FROM messenger.call_sessions AS s
+    SELECT s.call_id, s.started_at FROM messenger.call_sessions AS s
      WHERE s.status = 'Ringing' AND s.started_at <= %(ring_cutoff)s
      ORDER BY s.started_at, s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
 ), stale AS (
-    SELECT s.call_id FROM messenger.call_sessions AS s
+    SELECT s.call_id, s.started_at FROM messenger.call_sessions AS s
      WHERE s.status = 'Answered' AND s.updated_at <= %(stale_cutoff)s
      ORDER BY s.updated_at, s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
 ), claimed AS (
-    SELECT call_id FROM ringing UNION ALL SELECT call_id FROM stale
+    SELECT call_id, started_at FROM ringing UNION ALL SELECT call_id, started_at FROM stale
 ), closed AS (
     UPDATE messenger.call_sessions AS c
        SET status     = CASE c.status WHEN 'Ringing' THEN 'Missed' ELSE 'Failed' END,
            end_reason = CASE c.status WHEN 'Ringing' THEN 'Timeout' ELSE 'Error' END,
            ended_at = %(as_of)s, updated_at = %(as_of)s, duration_seconds = NULL
       FROM claimed AS k
-     WHERE c.call_id = k.call_id AND c.status IN ('Ringing', 'Answered')
+     WHERE c.call_id = k.call_id AND c.started_at = k.started_at AND c.status IN ('Ringing', 'Answered')
     RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status
 ), pushed AS (
     INSERT INTO messenger.realtime_outbox
@@ -159,24 +159,30 @@ SELECT count(*) FROM closed
 # The peer's statements, as an ORM-based worker issues them.
 PEER_CLAIM = {
     "ring_timeout": """
-        SELECT call_id, caller_user_id, callee_user_id, media_type
+        SELECT call_id, caller_user_id, callee_user_id, media_type, started_at
           FROM messenger.call_sessions
          WHERE status = 'Ringing' AND started_at <= %s
          ORDER BY started_at, call_id
          LIMIT %s
            FOR NO KEY UPDATE SKIP LOCKED""",
     "stale_answered": """
-        SELECT call_id, caller_user_id, callee_user_id, media_type
+        SELECT call_id, caller_user_id, callee_user_id, media_type, started_at
           FROM messenger.call_sessions
          WHERE status = 'Answered' AND updated_at <= %s
          ORDER BY updated_at, call_id
          LIMIT %s
            FOR NO KEY UPDATE SKIP LOCKED""",
 }
+# By the entity's key, as an ORM does: call_id, or (call_id, started_at) once partitioned.
 PEER_UPDATE = """
     UPDATE messenger.call_sessions
        SET status = %s, end_reason = %s, ended_at = %s, updated_at = %s, duration_seconds = NULL
      WHERE call_id = %s AND status = %s
+    RETURNING call_id"""
+PEER_UPDATE_PARTITIONED = """
+    UPDATE messenger.call_sessions
+       SET status = %s, end_reason = %s, ended_at = %s, updated_at = %s, duration_seconds = NULL
+     WHERE call_id = %s AND started_at = %s AND status = %s
     RETURNING call_id"""
 PEER_INSERT = """
     INSERT INTO messenger.realtime_outbox
@@ -311,8 +317,13 @@ class Bench:
                         if not calls:
                             continue
                         with c.cursor() as cur:
-                            cur.executemany(PEER_UPDATE, [(dst, reason, AS_OF, AS_OF, call[0], src) for call in calls],
-                                            returning=True)
+                            if self.args.partitioned:
+                                cur.executemany(PEER_UPDATE_PARTITIONED,
+                                                [(dst, reason, AS_OF, AS_OF, call[0], call[4], src) for call in calls],
+                                                returning=True)
+                            else:
+                                cur.executemany(PEER_UPDATE, [(dst, reason, AS_OF, AS_OF, call[0], src) for call in calls],
+                                                returning=True)
                             done = set()
                             while True:
                                 row = cur.fetchone()
@@ -321,7 +332,7 @@ class Bench:
                                 if not cur.nextset():
                                     break
                             outbox = []
-                            for call_id, caller, callee, media in calls:
+                            for call_id, caller, callee, media, _started in calls:
                                 if call_id not in done:
                                     continue
                                 payload = psycopg.types.json.Jsonb({"callId": str(call_id), "status": dst, "mediaType": media})
