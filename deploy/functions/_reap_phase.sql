@@ -18,7 +18,11 @@ BEGIN;
 --      calls. query_canceled is not caught by WHEN OTHERS: cancellation rolls back the cycle.
 -- Phase keys: ring_timeout is due at started_at + timeout, stale_answered at updated_at +
 -- timeout; each claim is a range scan of its own partial index (ix_call_ringing_due,
--- ix_call_answered_due) that stops at the cutoff, so an idle phase reads no rows.
+-- ix_call_answered_due) that stops at the cutoff, so an idle phase reads no rows (pgTAP
+-- claim_*_plan and idle_cycle_reads_no_live_rows hold it to that). plan_cache_mode =
+-- force_generic_plan: the statements are planned once per session instead of every cycle
+-- (on a partitioned call_sessions, every partition every cycle); the generic plans are the
+-- same range scans and prune partitions at executor start-up.
 CREATE OR REPLACE FUNCTION messenger._reap_phase(
     p_phase              text,
     p_run_id             uuid,
