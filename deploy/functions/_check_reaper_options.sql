@@ -30,8 +30,12 @@ BEGIN
         RAISE EXCEPTION 'stale_timeout must be greater than 0 and at most 30 days, got %', stale_timeout
             USING ERRCODE = '22023', HINT = 'The default is 2 hours.';
     END IF;
-    IF NOT isfinite(as_of) OR as_of < timestamptz '1970-01-01 00:00:00+00' THEN
-        RAISE EXCEPTION 'as_of must be a finite time after 1970-01-01, got %', as_of
+    -- The epoch itself is the classic unset value (to_timestamp(0)). Past year 9999 the
+    -- ended_at/created_at the cycle writes are unreadable for most clients (Python's datetime
+    -- stops there), and near the end of the range as_of + poison backoff overflows.
+    IF NOT isfinite(as_of) OR as_of <= timestamptz '1970-01-01 00:00:00+00'
+       OR as_of >= timestamptz '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'as_of must be a finite time after 1970-01-01 and before year 10000, got %', as_of
             USING ERRCODE = '22023', HINT = 'Omit as_of (or pass NULL) to use the current time.';
     END IF;
 END

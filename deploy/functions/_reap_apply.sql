@@ -12,7 +12,7 @@ BEGIN;
 -- millisecond per batch, and several on a partitioned call_sessions; PL/pgSQL keeps the plan
 -- for the session.
 --   p_phase     'ring_timeout' (Ringing -> Missed, CallMissed to the caller) or
---               'stale_answered' (Answered -> Failed, CallEnded to both parties)
+--               'stale_answered' (Answered -> Failed, CallEnded to each distinct party)
 --   p_call_ids  claimed calls; p_started_at and p_due_at their started_at and due times (same
 --               order). started_at is matched too: on a call_sessions partitioned by started_at
 --               (sql/partition_call_sessions.sql) that prunes each lookup to one partition
@@ -60,7 +60,9 @@ WITH closed AS (
            p_as_of
       FROM closed AS x
      CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
-     WHERE r.n = 1 OR p_phase = 'stale_answered'
+     -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
+     -- second one the outbox's unique index would refuse (making the call poison forever).
+     WHERE r.n = 1 OR (p_phase = 'stale_answered' AND x.callee_user_id <> x.caller_user_id)
      ORDER BY x.due_at, x.call_id, r.n
 )
 SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status, x.end_reason,

@@ -46,17 +46,9 @@ DECLARE
     v_started timestamptz[];
     v_due     timestamptz[];
     v_n       integer;
-    -- Skipped rows are the overdue ones ordered before the last claimed row (all of them when
-    -- the batch is not full); the max uuid makes "all" one row comparison. The count walks the
-    -- claim's index in the claim's order: without the plain range on the due column and the
-    -- ORDER BY, the planner (which cannot see that live calls are the recent ones) chose a
-    -- sequential scan of call_sessions for it on every cycle, idle ones included. The claimed
-    -- rows lie in that range too and are counted and subtracted, rather than each row being
-    -- tested against the claimed ids (batch_size^2 comparisons, a millisecond per phase).
-    v_upto_key timestamptz := v_cutoff;
-    v_upto_id  uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_row     record;
-    v_lines   text;
+    v_lines   text[];
+    v_line    text;
     v_state   text;
     v_message text;
 BEGIN
@@ -65,67 +57,100 @@ BEGIN
     poisoned := 0;
     lag_seconds := '{}'::double precision[];
 
+    -- One statement per phase, so the claim and the count of the rows it had to skip read
+    -- the same snapshot: a row committed by someone else between two statements is not
+    -- "skipped", it was simply not there yet. Skipped rows are the overdue ones ordered
+    -- before the last claimed row (all of them when the batch is not full).
+    -- The count walks the claim's index in the claim's order up to that row (upto_key,
+    -- upto_id), so it reads the batch and what was skipped, never the rest of the backlog:
+    -- bounded only by the cutoff and without ORDER BY it read every overdue call of a large
+    -- backlog each cycle, and the planner (which cannot see that live calls are the recent
+    -- ones) even chose a sequential scan of call_sessions for it, idle cycles included. The
+    -- claimed rows lie in that range too and are counted and subtracted rather than each row
+    -- being tested against the claimed ids (batch_size^2 comparisons); LIMIT 2 * batch_size
+    -- and least(..., batch_size) keep the old cap of batch_size skipped rows.
     IF p_phase = 'ring_timeout' THEN
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
-               coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}'),
-               coalesce(array_agg(c.started_at + p_timeout ORDER BY c.started_at, c.call_id), '{}')
-          INTO v_ids, v_started, v_due
-          FROM (SELECT s.call_id, s.started_at
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Ringing'
-                   AND s.started_at <= v_cutoff
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.started_at, s.call_id
-                 LIMIT p_batch_size
-                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
-        v_n := cardinality(v_ids);
-        IF v_n = p_batch_size THEN
-            v_upto_key := v_due[v_n] - p_timeout;
-            v_upto_id := v_ids[v_n];
-        END IF;
-        SELECT greatest(count(*)::integer - v_n, 0) INTO skipped_locked
-          FROM (SELECT
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Ringing'
-                   AND s.started_at <= v_upto_key
-                   AND (s.started_at, s.call_id) <= (v_upto_key, v_upto_id)
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.started_at, s.call_id
-                 LIMIT p_batch_size + v_n) AS x;
+        WITH claimed AS MATERIALIZED (
+            SELECT s.call_id, s.started_at, s.started_at AS due_key
+              FROM messenger.call_sessions AS s
+             WHERE s.status = 'Ringing'
+               AND s.started_at <= v_cutoff
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+             ORDER BY s.started_at, s.call_id
+             LIMIT p_batch_size
+               FOR NO KEY UPDATE OF s SKIP LOCKED
+        ), batch AS (
+            SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
+                   coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}') AS started,
+                   coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys,
+                   coalesce(array_agg(c.due_key + p_timeout ORDER BY c.due_key, c.call_id), '{}') AS due
+              FROM claimed AS c
+        ), bound AS (
+            SELECT b.*,
+                   CASE WHEN cardinality(b.ids) < p_batch_size THEN v_cutoff
+                        ELSE b.keys[p_batch_size] END AS upto_key,
+                   CASE WHEN cardinality(b.ids) < p_batch_size THEN 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid
+                        ELSE b.ids[p_batch_size] END AS upto_id
+              FROM batch AS b
+        )
+        SELECT b.ids, b.started, b.due,
+               least((SELECT greatest(count(*)::integer - cardinality(b.ids), 0)
+                        FROM (SELECT
+                                FROM messenger.call_sessions AS s
+                               WHERE s.status = 'Ringing'
+                                 AND s.started_at <= b.upto_key
+                                 AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
+                                 AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                                  WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                               ORDER BY s.started_at, s.call_id
+                               LIMIT 2 * p_batch_size) AS x),
+                     p_batch_size)
+          INTO v_ids, v_started, v_due, skipped_locked
+          FROM bound AS b;
     ELSIF p_phase = 'stale_answered' THEN
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.updated_at, c.call_id), '{}'),
-               coalesce(array_agg(c.started_at ORDER BY c.updated_at, c.call_id), '{}'),
-               coalesce(array_agg(c.updated_at + p_timeout ORDER BY c.updated_at, c.call_id), '{}')
-          INTO v_ids, v_started, v_due
-          FROM (SELECT s.call_id, s.started_at, s.updated_at
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Answered'
-                   AND s.updated_at <= v_cutoff
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.updated_at, s.call_id
-                 LIMIT p_batch_size
-                   FOR NO KEY UPDATE OF s SKIP LOCKED) AS c;
-        v_n := cardinality(v_ids);
-        IF v_n = p_batch_size THEN
-            v_upto_key := v_due[v_n] - p_timeout;
-            v_upto_id := v_ids[v_n];
-        END IF;
-        SELECT greatest(count(*)::integer - v_n, 0) INTO skipped_locked
-          FROM (SELECT
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Answered'
-                   AND s.updated_at <= v_upto_key
-                   AND (s.updated_at, s.call_id) <= (v_upto_key, v_upto_id)
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.updated_at, s.call_id
-                 LIMIT p_batch_size + v_n) AS x;
+        WITH claimed AS MATERIALIZED (
+            SELECT s.call_id, s.started_at, s.updated_at AS due_key
+              FROM messenger.call_sessions AS s
+             WHERE s.status = 'Answered'
+               AND s.updated_at <= v_cutoff
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+             ORDER BY s.updated_at, s.call_id
+             LIMIT p_batch_size
+               FOR NO KEY UPDATE OF s SKIP LOCKED
+        ), batch AS (
+            SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
+                   coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}') AS started,
+                   coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys,
+                   coalesce(array_agg(c.due_key + p_timeout ORDER BY c.due_key, c.call_id), '{}') AS due
+              FROM claimed AS c
+        ), bound AS (
+            SELECT b.*,
+                   CASE WHEN cardinality(b.ids) < p_batch_size THEN v_cutoff
+                        ELSE b.keys[p_batch_size] END AS upto_key,
+                   CASE WHEN cardinality(b.ids) < p_batch_size THEN 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid
+                        ELSE b.ids[p_batch_size] END AS upto_id
+              FROM batch AS b
+        )
+        SELECT b.ids, b.started, b.due,
+               least((SELECT greatest(count(*)::integer - cardinality(b.ids), 0)
+                        FROM (SELECT
+                                FROM messenger.call_sessions AS s
+                               WHERE s.status = 'Answered'
+                                 AND s.updated_at <= b.upto_key
+                                 AND (s.updated_at, s.call_id) <= (b.upto_key, b.upto_id)
+                                 AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
+                                                  WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
+                               ORDER BY s.updated_at, s.call_id
+                               LIMIT 2 * p_batch_size) AS x),
+                     p_batch_size)
+          INTO v_ids, v_started, v_due, skipped_locked
+          FROM bound AS b;
     ELSE
         RAISE EXCEPTION 'unknown reaper phase %', p_phase USING ERRCODE = '22023';
     END IF;
+    v_n := cardinality(v_ids);
 
     RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% skipped_locked=%',
         p_run_id, p_phase, v_n, skipped_locked;
@@ -134,18 +159,18 @@ BEGIN
     END IF;
 
     BEGIN
-        -- One statement and one log record for the whole batch (a line per call): a PL/pgSQL
-        -- loop with a RAISE per call cost about a fifth of a draining cycle.
+        -- Counts, lags and log lines come out of the statement that closes the batch: a
+        -- PL/pgSQL loop over its rows (an array append and a RAISE per call) cost a fifth of a
+        -- draining cycle. Still one LOG record per call, so every record is one key=value line.
         SELECT count(*)::integer,
                coalesce(array_agg(a.lag_seconds), '{}'),
-               string_agg(format('call_reaper event=call_reaped run_id=%s call_id=%s status=%s end_reason=%s caller=%s callee=%s',
-                                 p_run_id, a.call_id, a.status, a.end_reason, a.caller_user_id, a.callee_user_id),
-                          E'\n')
+               coalesce(array_agg(format('call_reaper event=call_reaped run_id=%s call_id=%s status=%s end_reason=%s caller=%s callee=%s',
+                                         p_run_id, a.call_id, a.status, a.end_reason, a.caller_user_id, a.callee_user_id)), '{}')
           INTO reaped, lag_seconds, v_lines
           FROM messenger._reap_apply(p_phase, v_ids, v_started, v_due, p_run_id, p_as_of) AS a;
-        IF reaped > 0 THEN
-            RAISE LOG '%', v_lines;
-        END IF;
+        FOREACH v_line IN ARRAY v_lines LOOP
+            RAISE LOG '%', v_line;
+        END LOOP;
         RETURN;
     EXCEPTION WHEN OTHERS THEN
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
@@ -159,7 +184,7 @@ BEGIN
         BEGIN
             SELECT * INTO v_row
               FROM messenger._reap_apply(p_phase, ARRAY[v_ids[i]], ARRAY[v_started[i]], ARRAY[v_due[i]],
-                                           p_run_id, p_as_of);
+                                         p_run_id, p_as_of);
             IF FOUND THEN
                 reaped := reaped + 1;
                 lag_seconds := lag_seconds || v_row.lag_seconds;
@@ -183,8 +208,9 @@ BEGIN
                    last_sqlstate   = EXCLUDED.last_sqlstate,
                    last_message    = EXCLUDED.last_message,
                    last_run_id     = EXCLUDED.last_run_id;
+            -- Quoted message (JSON string) keeps the line key=value; DETAIL is never logged.
             RAISE WARNING 'call_reaper event=item_failed run_id=% phase=% call_id=% sqlstate=% message=%',
-                p_run_id, p_phase, v_ids[i], v_state, v_message;
+                p_run_id, p_phase, v_ids[i], v_state, to_json(v_message);
         END;
     END LOOP;
 END

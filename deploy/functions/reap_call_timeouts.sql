@@ -88,7 +88,10 @@ BEGIN
 
     PERFORM set_config('idle_in_transaction_session_timeout',
                        (extract(epoch FROM v_settings.lock_ttl) * 1000)::bigint::text, true);
-    RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id, v_out.as_of;
+    -- to_json: ISO 8601 without spaces whatever the session's DateStyle, so the line stays
+    -- key=value.
+    RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
+        to_json(v_out.as_of) #>> '{}';
 
     BEGIN
         SELECT * INTO STRICT v_ring_res
@@ -111,8 +114,10 @@ BEGIN
         -- Both phases are rolled back; the run is still recorded and counted below.
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
         v_out.result := 'failed';
+        -- The message is quoted (JSON string) so the line stays key=value; DETAIL, which can
+        -- carry row values, is never logged.
         RAISE WARNING 'call_reaper event=cycle_failed run_id=% sqlstate=% message=%',
-            v_out.run_id, v_state, v_message;
+            v_out.run_id, v_state, to_json(v_message);
     END;
 
     v_seconds := extract(epoch FROM clock_timestamp() - v_started)::double precision;

@@ -29,7 +29,7 @@ ANALYZE messenger.call_sessions;
 -- The claim as _reap_phase writes it; its PL/pgSQL variables become the prepared statement's
 -- parameters, exactly as PL/pgSQL itself passes them.
 CREATE TEMP TABLE claim (sql text);
-INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at
+INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at, s.started_at AS due_key
                   FROM messenger.call_sessions AS s
                  WHERE s.status = 'Ringing'
                    AND s.started_at <= v_cutoff

@@ -11,10 +11,12 @@ test loudly: a suite that skips itself would let a broken CI look green.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+import reaper_support
 from psycopg.conninfo import conninfo_to_dict
 
 
@@ -79,3 +81,83 @@ def make_conn(dsn: str) -> Iterator[Callable[..., psycopg.Connection]]:
     yield make
     for connection in opened:
         connection.close()
+
+
+# ---- Multi-connection reaper tests (issue 5): calls made by a test, deleted after it ----
+
+@pytest.fixture
+def calls(dsn: str) -> Iterator[reaper_support.Calls]:
+    """Makes committed calls for one test and deletes them and their outbox rows after it."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        made = reaper_support.Calls(connection)
+        yield made
+    # A fresh connection: the test may have restarted the server under the first one.
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        reaper_support.delete_calls(connection, made.ids)
+
+
+REAPER_JOB = "messenger-call-timeout-reaper"
+REAPER_ROLE = "messenger_call_reaper"
+REAPER_LOCK_KEY = 7161124095527313776
+
+
+def set_reaper_job_active(conn: psycopg.Connection, active: bool) -> bool:
+    """Pause or resume the scheduled reaper job; returns whether it was active before."""
+    row = conn.execute(
+        "SELECT j.jobid, j.active FROM cron.job AS j WHERE j.jobname = %s AND j.username = %s",
+        (REAPER_JOB, REAPER_ROLE),
+    ).fetchone()
+    if row is None:
+        pytest.fail(f"pg_cron job {REAPER_JOB} is not scheduled: run `sqitch deploy` first", pytrace=False)
+    jobid, was_active = row
+    # Only on a change: pg_cron 1.4 treats any alter_job of a job with a run in flight as a
+    # cancellation of that run's task (it stops tracking it while the worker carries on).
+    if was_active != active:
+        conn.execute("SELECT cron.alter_job(%s, active => %s)", (jobid, active))
+    return was_active
+
+
+def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
+    """Wait until no CALL of the reaper job is executing and nobody holds the reaper's lock.
+
+    The truth is pg_stat_activity, not cron.job_run_details: pg_cron 1.4 may mark a run of a
+    job altered mid-run as finished while its worker is still executing. A paused job's CALL
+    returns within about a second (it re-reads cron.job.active while it sleeps and before every
+    tick); a worker the scheduler launched just before the pause sees it before its first
+    cycle. Then take and drop the single-runner lock: that waits for a cycle run by hand.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        in_flight = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE usename = %s AND state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_ticks(%%'",
+            (REAPER_ROLE,),
+        ).fetchone()[0]
+        if in_flight == 0:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"a run of {REAPER_JOB} was still executing after {timeout:.0f} s", pytrace=False)
+        time.sleep(0.2)
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
+    conn.execute("SELECT pg_advisory_lock(%s)", (REAPER_LOCK_KEY,))
+    conn.execute("SELECT pg_advisory_unlock(%s)", (REAPER_LOCK_KEY,))
+    conn.execute("RESET lock_timeout")
+
+
+@pytest.fixture
+def reaper_paused(dsn: str) -> Iterator[None]:
+    """The scheduled reaper job is paused and no cycle is in flight for the whole test.
+
+    Use it in every test that runs cycles and asserts lock_acquired or counts, or that needs
+    overdue calls nobody else closes. The job is resumed afterwards unless it was already paused.
+    """
+    with psycopg.connect(dsn, autocommit=True) as control:
+        was_active = set_reaper_job_active(control, False)
+        try:
+            wait_reaper_idle(control)
+            yield
+        finally:
+            if was_active:
+                # A fresh connection: the test may have restarted the server under `control`.
+                with psycopg.connect(dsn, autocommit=True) as resume:
+                    set_reaper_job_active(resume, True)

@@ -1,0 +1,58 @@
+-- Deploy call_timeout_reaper:functions/purge_call_reaper_history to pg
+
+BEGIN;
+
+-- messenger.purge_call_reaper_history(as_of, batch_size)
+--
+-- Retention of the reaper's history. pg_cron never purges cron.job_run_details and a 15 s job
+-- writes ~5,800 rows a day; the reaper's ledger grows as fast. Removes, up to batch_size rows
+-- each, oldest first:
+--   * messenger.call_reaper_runs rows that started before as_of - retention (through the
+--     SECURITY DEFINER _purge_call_reaper_runs, which keeps the skipped-run total monotonic);
+--   * cron.job_run_details rows of the reaper's role in this database (every job run as
+--     messenger_call_reaper, past job ids included) that ended before the same cutoff.
+-- Returns the cutoff and the counts. Idempotent: a second call finds nothing older.
+-- Run hourly by messenger.run_call_reaper_ticks(); a DBA may run it by hand.
+--
+-- SECURITY INVOKER on purpose: as the job role it deletes run details through pg_cron's own
+-- row-level security (a role sees and deletes only its own rows; PUBLIC has DELETE on the
+-- table), so no role needs DELETE on anyone else's job history. Run by a superuser (who
+-- bypasses row-level security) the explicit username filter keeps it to the reaper's rows.
+CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
+    as_of      timestamptz DEFAULT NULL,
+    batch_size integer     DEFAULT 10000)
+RETURNS TABLE (cutoff timestamptz, runs_purged bigint, skipped_runs_folded bigint,
+               job_run_details_purged bigint)
+LANGUAGE plpgsql
+VOLATILE
+AS $$
+BEGIN
+    SELECT p.cutoff, p.runs_purged, p.skipped_purged
+      INTO cutoff, runs_purged, skipped_runs_folded
+      FROM messenger._purge_call_reaper_runs(coalesce(purge_call_reaper_history.as_of, clock_timestamp()),
+                                             purge_call_reaper_history.batch_size) AS p;
+    WITH purged AS (
+        DELETE FROM cron.job_run_details AS d
+         WHERE d.runid IN (SELECT o.runid
+                             FROM cron.job_run_details AS o
+                            WHERE o.username = 'messenger_call_reaper'
+                              AND o.database = current_database()
+                              AND coalesce(o.end_time, o.start_time) < cutoff
+                            ORDER BY o.runid
+                            LIMIT purge_call_reaper_history.batch_size)
+        RETURNING 1
+    )
+    SELECT count(*) INTO job_run_details_purged FROM purged;
+    RAISE LOG 'call_reaper event=job_run_details_purged cutoff=% rows=%', cutoff, job_run_details_purged;
+    RETURN NEXT;
+END
+$$;
+
+COMMENT ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) IS
+$$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper role's cron.job_run_details. Runs hourly from the scheduled job. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
+
+REVOKE ALL ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) FROM PUBLIC;
+ALTER FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) OWNER TO messenger_call_reaper_owner;
+GRANT EXECUTE ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) TO messenger_call_reaper;
+
+COMMIT;

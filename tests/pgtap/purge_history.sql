@@ -1,0 +1,80 @@
+-- Retention: history older than as_of - retention is purged from the run ledger and from the
+-- reaper role's cron.job_run_details, in batches, and the skipped-run total stays monotonic
+-- (purged skipped rows are folded into runs_skipped_purged). Times are in 2000, long before
+-- any real run, so live history is never in the way.
+BEGIN;
+SELECT plan(15);
+
+SELECT ok(NOT has_function_privilege('public', 'messenger.purge_call_reaper_history(timestamptz, integer)', 'EXECUTE'),
+          'PUBLIC may not purge reaper history');
+SELECT ok(has_function_privilege('messenger_call_reaper', 'messenger.purge_call_reaper_history(timestamptz, integer)', 'EXECUTE'),
+          'the job role may purge reaper history');
+
+-- retention 7 days, as_of 2000-01-08 -> cutoff 2000-01-01 00:00.
+INSERT INTO messenger.call_reaper_runs
+       (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout, stale_timeout, duration_ms)
+SELECT gen_random_uuid(), t, t, t, r, r <> 'skipped', 200, '45 seconds', '2 hours', 1
+  FROM (VALUES ('1999-12-30 00:00+00'::timestamptz, 'completed'), ('1999-12-30 00:00:15+00', 'skipped'),
+               ('1999-12-31 00:00+00', 'skipped'), ('1999-12-31 23:59:59+00', 'failed'),
+               ('2000-01-01 00:00+00', 'skipped'), ('2000-01-05 00:00+00', 'completed')) AS v (t, r);
+INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message, start_time, end_time)
+VALUES (NULL, current_database(), 'messenger_call_reaper', 'x', 'succeeded', 'CALL', '1999-12-30 00:00+00', '1999-12-30 00:00:45+00'),
+       (NULL, current_database(), 'messenger_call_reaper', 'x', 'succeeded', 'CALL', '1999-12-31 23:59+00', '1999-12-31 23:59:45+00'),
+       (NULL, current_database(), 'messenger_call_reaper', 'x', 'succeeded', 'CALL', '2000-01-05 00:00+00', '2000-01-05 00:00:45+00'),
+       (NULL, current_database(), 'someone_else', 'x', 'succeeded', 'SELECT', '1999-12-30 00:00+00', '1999-12-30 00:00:01+00'),
+       (NULL, 'another_db', 'messenger_call_reaper', 'x', 'succeeded', 'CALL', '1999-12-30 00:00+00', '1999-12-30 00:00:45+00');
+
+CREATE TEMP TABLE skipped_before AS
+SELECT k.runs_skipped_purged + (SELECT count(*) FROM messenger.call_reaper_runs WHERE result = 'skipped') AS total
+  FROM messenger.call_reaper_counters AS k;
+
+CREATE TEMP TABLE p1 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00', batch_size => 3);
+SELECT results_eq('SELECT cutoff, runs_purged, skipped_runs_folded, job_run_details_purged FROM p1',
+    $$VALUES ('2000-01-01 00:00+00'::timestamptz, 3::bigint, 2::bigint, 2::bigint)$$,
+    'the first batch purges the 3 oldest ledger rows (2 skipped) and the reaper''s 2 old run details');
+SELECT is((SELECT k.runs_skipped_purged + (SELECT count(*) FROM messenger.call_reaper_runs WHERE result = 'skipped')
+             FROM messenger.call_reaper_counters AS k),
+          (SELECT total FROM skipped_before),
+          'the total of skipped runs is unchanged by purging');
+
+CREATE TEMP TABLE p2 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00', batch_size => 3);
+SELECT results_eq('SELECT runs_purged, skipped_runs_folded, job_run_details_purged FROM p2',
+    $$VALUES (1::bigint, 0::bigint, 0::bigint)$$,
+    'the next batch purges the last old ledger row');
+SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_runs WHERE started_at < '2000-01-01 00:00+00'),
+          0, 'no ledger row older than the retention remains');
+SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_runs
+            WHERE started_at IN ('2000-01-01 00:00+00', '2000-01-05 00:00+00')),
+          2, 'ledger rows at or after the cutoff are kept');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details
+            WHERE username = 'messenger_call_reaper' AND database = current_database()
+              AND end_time < '2000-01-01 00:00+00'),
+          0, 'no run detail of the reaper role older than the retention remains');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE start_time = '2000-01-05 00:00+00'),
+          1, 'newer run details are kept');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE username = 'someone_else'),
+          1, 'other roles'' job history is never touched');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE database = 'another_db'),
+          1, 'job history of other databases is never touched');
+
+SELECT results_eq($$SELECT runs_purged, job_run_details_purged FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00')$$,
+    $$VALUES (0::bigint, 0::bigint)$$,
+    'purging again finds nothing: it is idempotent');
+SELECT throws_ok($$SELECT * FROM messenger.purge_call_reaper_history(as_of => 'infinity')$$, '22023', NULL,
+    'an infinite as_of is refused with 22023');
+
+-- As the job role (how the scheduled job runs it): pg_cron's row-level security plus PUBLIC's
+-- DELETE on the table is all it needs, and it reaches only its own rows.
+INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message, start_time, end_time)
+VALUES (NULL, current_database(), 'messenger_call_reaper', 'y', 'succeeded', 'CALL', '1999-12-29 00:00+00', '1999-12-29 00:00:45+00'),
+       (NULL, current_database(), current_user, 'y', 'succeeded', 'SELECT', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00');
+SET LOCAL ROLE messenger_call_reaper;
+CREATE TEMP TABLE p3 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00');
+RESET ROLE;
+SELECT is((SELECT job_run_details_purged FROM p3), 1::bigint,
+          'run as the job role, the purge removes the role''s own old run detail');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE command = 'y' AND username <> 'messenger_call_reaper'),
+          1, 'run as the job role, the purge cannot touch another role''s history');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,189 @@
+"""Helpers shared by the multi-connection reaper tests (issue 5).
+
+Plain functions, not fixtures: the fixtures that use them live in conftest.py.
+Rows are made with far-future timestamps (year 2100) and the matching as_of, so the
+scheduled job, which reaps at the real now(), never sees them; every helper that makes
+rows remembers their ids so the test can delete exactly what it made.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+from psycopg.rows import dict_row
+
+# The single-runner lock (deploy/functions/reap_call_timeouts.sql).
+LOCK_KEY = 7161124095527313776
+JOB_NAME = "messenger-call-timeout-reaper"
+JOB_ROLE = "messenger_call_reaper"
+OWNER_ROLE = "messenger_call_reaper_owner"
+MONITOR_ROLE = "messenger_call_reaper_monitor"
+REAPER = "messenger.reap_call_timeouts(integer, interval, interval, timestamptz)"
+
+FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
+RING = timedelta(seconds=45)
+STALE = timedelta(hours=2)
+US = timedelta(microseconds=1)
+
+# Every table the reaper reads or writes, for "nothing changed" checksums.
+STATE_TABLES = (
+    "messenger.call_sessions",
+    "messenger.realtime_outbox",
+    "messenger.call_reaper_settings",
+    "messenger.call_reaper_runs",
+    "messenger.call_reaper_counters",
+    "messenger.call_reaper_quarantine",
+)
+
+CALL_COLUMNS = (
+    "call_id", "caller_user_id", "callee_user_id", "media_type", "status", "end_reason",
+    "started_at", "answered_at", "ended_at", "updated_at", "duration_seconds",
+)
+
+
+def ringing(started_at: datetime, **kw: object) -> dict:
+    """A Ringing call (never answered)."""
+    return {"status": "Ringing", "started_at": started_at, "updated_at": started_at, **kw}
+
+
+def answered(updated_at: datetime, **kw: object) -> dict:
+    """An Answered call whose last signalling progress was at updated_at."""
+    started = kw.pop("started_at", updated_at - timedelta(minutes=1))
+    return {"status": "Answered", "started_at": started, "answered_at": started,
+            "updated_at": updated_at, **kw}
+
+
+@dataclass
+class Calls:
+    """Inserts calls (committed) and deletes everything tied to them afterwards."""
+
+    conn: psycopg.Connection
+    ids: list[uuid.UUID] = field(default_factory=list)
+
+    def add(self, specs: Iterable[dict]) -> list[dict]:
+        rows = []
+        for spec in specs:
+            row = {
+                "call_id": uuid.uuid4(), "caller_user_id": uuid.uuid4(),
+                "callee_user_id": uuid.uuid4(), "media_type": "Audio", "end_reason": None,
+                "answered_at": None, "ended_at": None, "duration_seconds": None,
+            }
+            row.update(spec)
+            rows.append(row)
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO messenger.call_sessions ({', '.join(CALL_COLUMNS)})"
+                f" VALUES ({', '.join('%(' + c + ')s' for c in CALL_COLUMNS)})",
+                rows,
+            )
+        self.ids.extend(r["call_id"] for r in rows)
+        return rows
+
+    def cleanup(self) -> None:
+        delete_calls(self.conn, self.ids)
+        self.ids.clear()
+
+
+def delete_calls(conn: psycopg.Connection, ids: list[uuid.UUID]) -> None:
+    """Deletes calls and every reaper row that refers to them, in one transaction."""
+    with conn.transaction():
+        conn.execute("DELETE FROM messenger.realtime_outbox WHERE reference_id = ANY(%s)", [ids])
+        conn.execute("DELETE FROM messenger.call_reaper_quarantine WHERE call_id = ANY(%s)", [ids])
+        conn.execute("DELETE FROM messenger.call_sessions WHERE call_id = ANY(%s)", [ids])
+
+
+def reap(conn: psycopg.Connection, **args: object) -> dict:
+    """One cycle with named arguments; returns the result row as a dict."""
+    names = ", ".join(f"{k} => %({k})s" for k in args)
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(f"SELECT * FROM messenger.reap_call_timeouts({names})", args).fetchone()
+
+
+def call_rows(conn: psycopg.Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("SELECT * FROM messenger.call_sessions WHERE call_id = ANY(%s)", [ids])
+        return {r["call_id"]: r for r in cur}
+
+
+def outbox_rows(conn: psycopg.Connection, ids: list[uuid.UUID]) -> list[dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            "SELECT * FROM messenger.realtime_outbox WHERE reference_id = ANY(%s) ORDER BY id",
+            [ids],
+        )
+        return cur.fetchall()
+
+
+def assert_all_or_nothing(conn: psycopg.Connection, ids: list[uuid.UUID]) -> tuple[int, int]:
+    """No closed call without its outbox rows and no outbox row without its closed call.
+
+    Returns (closed calls, outbox rows) for the caller's own expectations.
+    """
+    calls = call_rows(conn, ids)
+    pushed: dict[uuid.UUID, list[str]] = {}
+    for row in outbox_rows(conn, ids):
+        pushed.setdefault(row["reference_id"], []).append(row["kind"])
+    closed = 0
+    for call_id, call in calls.items():
+        kinds = sorted(pushed.get(call_id, []))
+        if call["status"] == "Missed":
+            closed += 1
+            assert kinds == ["CallMissed"], (call_id, call["status"], kinds)
+        elif call["status"] == "Failed":
+            closed += 1
+            assert kinds == ["CallEnded", "CallEnded"], (call_id, call["status"], kinds)
+        else:
+            assert kinds == [], (call_id, call["status"], kinds)
+    return closed, sum(len(k) for k in pushed.values())
+
+
+def lock_is_free(conn: psycopg.Connection) -> bool:
+    """True when no session holds the single-runner lock (takes and gives it back)."""
+    got = conn.execute("SELECT pg_catalog.pg_try_advisory_lock(%s)", [LOCK_KEY]).fetchone()[0]
+    if got:
+        conn.execute("SELECT pg_catalog.pg_advisory_unlock(%s)", [LOCK_KEY])
+    return got
+
+
+def checksum(conn: psycopg.Connection) -> dict[str, str]:
+    """md5 of every row of every table the reaper touches."""
+    out = {}
+    for table in STATE_TABLES:
+        out[table] = conn.execute(
+            f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {table} t"
+        ).fetchone()[0]
+    return out
+
+
+def backend_pid(conn: psycopg.Connection) -> int:
+    return conn.execute("SELECT pg_catalog.pg_backend_pid()").fetchone()[0]
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
+    """Polls predicate() until true; fails with `what` after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def waiting_on(conn: psycopg.Connection, pid: int, wait_event: str) -> bool:
+    """True when backend pid is currently waiting on wait_event (e.g. 'PgSleep')."""
+    row = conn.execute(
+        "SELECT wait_event FROM pg_catalog.pg_stat_activity WHERE pid = %s", [pid]
+    ).fetchone()
+    return bool(row) and row[0] == wait_event
+
+
+def job(conn: psycopg.Connection) -> dict | None:
+    """The scheduled reaper job's cron.job row, or None when pg_cron or the job is absent."""
+    if conn.execute("SELECT pg_catalog.to_regclass('cron.job') IS NULL").fetchone()[0]:
+        return None
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM cron.job WHERE jobname = %s", [JOB_NAME]).fetchone()

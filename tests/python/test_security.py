@@ -1,0 +1,390 @@
+"""Security: who may run the reaper, what its roles hold, that a caller's search_path
+cannot redirect it, and that what it writes and logs carries ids only.
+
+Logins are real (a password set for the test and removed after), not SET ROLE, so role
+attributes and pg_hba are exercised as the job and the exporter would meet them.
+"""
+
+import json
+import re
+import secrets
+import uuid
+from datetime import timedelta
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+from reaper_support import (
+    FUTURE,
+    JOB_NAME,
+    JOB_ROLE,
+    MONITOR_ROLE,
+    OWNER_ROLE,
+    REAPER,
+    STALE,
+    answered,
+    assert_all_or_nothing,
+    call_rows,
+    job,
+    outbox_rows,
+    reap,
+    ringing,
+)
+
+AS_OF = FUTURE
+
+# What the reaper's owner needs, and nothing more: (table, privilege, columns or None).
+OWNER_PRIVILEGES = {
+    ("call_sessions", "SELECT", None),
+    ("call_sessions", "UPDATE", frozenset({"status", "end_reason", "ended_at", "updated_at",
+                                           "duration_seconds"})),
+    ("realtime_outbox", "INSERT", None),
+    ("call_reaper_settings", "SELECT", None),
+    ("call_reaper_runs", "SELECT", None),
+    ("call_reaper_runs", "INSERT", None),
+    ("call_reaper_runs", "DELETE", None),
+    ("call_reaper_counters", "SELECT", None),
+    ("call_reaper_counters", "UPDATE", None),
+    ("call_reaper_quarantine", "SELECT", None),
+    ("call_reaper_quarantine", "INSERT", None),
+    ("call_reaper_quarantine", "UPDATE", None),
+    ("call_reaper_quarantine", "DELETE", None),
+}
+# The job role runs the reaper and the job's own entry points (the pg_cron tick procedure
+# and history purge); the only data it may read is the polling interval.
+JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks", "purge_call_reaper_history",
+                "_purge_call_reaper_runs"}
+JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval"}))}
+TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
+          "call_reaper_counters", "call_reaper_quarantine"]
+
+
+def table_privileges(conn, role):
+    """{(table, privilege, columns-or-None)} the role holds on messenger tables, directly."""
+    rows = conn.execute("""
+        SELECT c.relname, a.privilege_type, NULL::text
+          FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+         WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee = %(r)s::regrole
+        UNION ALL
+        SELECT c.relname, a.privilege_type, att.attname::text
+          FROM pg_catalog.pg_attribute att
+          JOIN pg_catalog.pg_class c ON c.oid = att.attrelid
+         CROSS JOIN LATERAL pg_catalog.aclexplode(att.attacl) a
+         WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee = %(r)s::regrole""",
+                        {"r": role}).fetchall()
+    out, columns = set(), {}
+    for table, privilege, column in rows:
+        if column is None:
+            out.add((table, privilege, None))
+        else:
+            columns.setdefault((table, privilege), set()).add(column)
+    out |= {(t, p, frozenset(cols)) for (t, p), cols in columns.items()}
+    return out
+
+
+def executable_routines(conn, role):
+    return {r[0] for r in conn.execute(
+        "SELECT p.proname FROM pg_catalog.pg_proc p"
+        " WHERE p.pronamespace = 'messenger'::regnamespace"
+        "   AND pg_catalog.has_function_privilege(%s, p.oid, 'EXECUTE')", [role])}
+
+
+def role_attributes(conn, role):
+    return conn.execute(
+        "SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls,"
+        " (SELECT count(*) FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid)"
+        " FROM pg_catalog.pg_roles r WHERE rolname = %s", [role]).fetchone()
+
+
+@pytest.fixture
+def login(conn, dsn):
+    """login(role): a real connection as `role`, with a password that lives for this test."""
+    changed = []
+
+    def connect(role):
+        password = secrets.token_urlsafe(24)
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role),
+                                                                 sql.Literal(password)))
+        changed.append(role)
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+        params.update(user=role, password=password)
+        if not params.get("host"):
+            params["host"] = "localhost"  # password auth; the Unix socket may be peer-only
+        return psycopg.connect(**params, autocommit=True)
+
+    yield connect
+    for role in changed:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def stranger(conn):
+    """A plain login role with no grants at all."""
+    name = f"reaper_test_stranger_{secrets.token_hex(4)}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    yield name
+    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+# ---- PUBLIC, the job role, the monitor role, the owner ----
+
+def test_public_cannot_execute_any_messenger_routine(conn, stranger, login):
+    public = conn.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p"
+        " WHERE p.pronamespace = 'messenger'::regnamespace"
+        "   AND (p.proacl IS NULL OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl) a"
+        "                                    WHERE a.grantee = 0))").fetchall()
+    assert public == [], "routines PUBLIC may execute (NULL proacl means PUBLIC may)"
+    with login(stranger) as c, pytest.raises(errors.InsufficientPrivilege):
+        c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", [AS_OF])
+
+
+def test_job_role_runs_the_reaper_and_nothing_else(conn, login, calls, reaper_paused):
+    assert role_attributes(conn, JOB_ROLE) == (False, False, False, False, False, 0)
+    assert table_privileges(conn, JOB_ROLE) <= JOB_PRIVILEGES
+    routines = executable_routines(conn, JOB_ROLE)
+    assert "reap_call_timeouts" in routines
+    assert routines <= JOB_ROUTINES, routines - JOB_ROUTINES
+    assert not conn.execute("SELECT has_schema_privilege(%s, 'messenger', 'CREATE')",
+                            [JOB_ROLE]).fetchone()[0]
+
+    (call,) = calls.add([ringing(AS_OF - timedelta(minutes=1))])
+    with login(JOB_ROLE) as job_conn:
+        assert reap(job_conn, as_of=AS_OF)["missed_count"] == 1
+        for table in TABLES:
+            for statement in (f"SELECT * FROM messenger.{table}",
+                              f"UPDATE messenger.{table} SET {first_column(conn, table)} = NULL",
+                              f"DELETE FROM messenger.{table}",
+                              f"TRUNCATE messenger.{table}"):
+                with pytest.raises(errors.InsufficientPrivilege):
+                    job_conn.execute(statement)
+        for helper in ("_reap_apply", "_reap_phase", "_check_reaper_options"):
+            signature = conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p"
+                " WHERE p.pronamespace = 'messenger'::regnamespace AND p.proname = %s",
+                [helper]).fetchone()[0]
+            assert not conn.execute("SELECT has_function_privilege(%s, %s, 'EXECUTE')",
+                                    [JOB_ROLE, signature]).fetchone()[0]
+    assert call_rows(conn, [call["call_id"]])[call["call_id"]]["status"] == "Missed"
+
+
+def first_column(conn, table):
+    """A column an UPDATE may name (identity columns refuse before privileges are checked)."""
+    return conn.execute(
+        "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s::regclass"
+        " AND attnum > 0 AND attidentity = '' ORDER BY attnum LIMIT 1",
+        [f"messenger.{table}"]).fetchone()[0]
+
+
+def test_scheduled_job_does_not_run_as_a_superuser(conn):
+    row = job(conn)
+    assert row is not None, f"pg_cron job {JOB_NAME} is not scheduled"
+    assert row["username"] == JOB_ROLE
+    assert not conn.execute("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = %s",
+                            [row["username"]]).fetchone()[0]
+
+
+def test_monitor_role_reads_counters_only(conn, login):
+    assert role_attributes(conn, MONITOR_ROLE) == (False, False, False, False, False, 0)
+    # Counters reach it through SECURITY DEFINER functions, never through table grants.
+    assert table_privileges(conn, MONITOR_ROLE) == set()
+    routines = executable_routines(conn, MONITOR_ROLE)
+    assert "reap_call_timeouts" not in routines
+    assert not {r for r in routines if r.startswith("_")}
+    with login(MONITOR_ROLE) as mon:
+        for table in TABLES:
+            with pytest.raises(errors.InsufficientPrivilege):
+                mon.execute(f"SELECT * FROM messenger.{table}")
+        with pytest.raises(errors.InsufficientPrivilege):
+            mon.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", [AS_OF])
+        # Whatever read function it has (the exporter's metrics), it must be read-only.
+        for name in sorted(routines):
+            no_args = conn.execute(
+                "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p"
+                " WHERE p.pronamespace = 'messenger'::regnamespace AND p.proname = %s"
+                "   AND p.pronargs = p.pronargdefaults", [name]).fetchone()
+            if no_args:
+                with mon.transaction():
+                    mon.execute("SET TRANSACTION READ ONLY")
+                    mon.execute(sql.SQL("SELECT * FROM messenger.{}()").format(sql.Identifier(name)))
+
+
+def test_owner_is_a_dedicated_least_privilege_role(conn):
+    assert role_attributes(conn, OWNER_ROLE) == (False, False, False, False, False, 0)
+    assert not conn.execute("SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = %s",
+                            [OWNER_ROLE]).fetchone()[0]
+    owner, definer, config = conn.execute(
+        "SELECT proowner::regrole::text, prosecdef, proconfig FROM pg_catalog.pg_proc"
+        " WHERE oid = %s::regprocedure", [REAPER]).fetchone()
+    assert (owner, definer) == (OWNER_ROLE, True)
+    assert config == ["search_path=pg_catalog, pg_temp"]
+    assert table_privileges(conn, OWNER_ROLE) == OWNER_PRIVILEGES
+    # It owns no table (an owner holds every privilege on what it owns) and cannot create.
+    assert conn.execute(
+        "SELECT count(*) FROM pg_catalog.pg_class WHERE relowner = %s::regrole",
+        [OWNER_ROLE]).fetchone()[0] == 0
+    assert not conn.execute("SELECT has_schema_privilege(%s, 'messenger', 'CREATE')",
+                            [OWNER_ROLE]).fetchone()[0]
+    assert not conn.execute("SELECT has_database_privilege(%s, current_database(), 'CREATE')",
+                            [OWNER_ROLE]).fetchone()[0]
+
+
+# ---- A caller's search_path cannot redirect the reaper ----
+
+@pytest.fixture
+def shadow(conn):
+    """Schema `shadow` full of look-alikes that record it if anything resolves to them."""
+    conn.execute("CREATE SCHEMA shadow")
+    conn.execute("CREATE TABLE shadow.hits (what text)")
+    conn.execute(f"GRANT USAGE ON SCHEMA shadow TO {JOB_ROLE}")
+    conn.execute(f"GRANT INSERT, SELECT ON shadow.hits TO {JOB_ROLE}, {OWNER_ROLE}")
+    conn.execute(f"GRANT USAGE ON SCHEMA shadow TO {OWNER_ROLE}")
+    for table in TABLES:
+        conn.execute(f"CREATE TABLE shadow.{table} (LIKE messenger.{table})")
+        conn.execute(f"GRANT ALL ON shadow.{table} TO {JOB_ROLE}, {OWNER_ROLE}")
+    # Functions named like the pg_catalog ones the reaper calls unqualified.
+    for name, args, returns, value in [
+        ("pg_try_advisory_xact_lock", "bigint", "boolean", "true"),
+        ("gen_random_uuid", "", "uuid", "'00000000-0000-0000-0000-000000000000'::uuid"),
+        ("clock_timestamp", "", "timestamptz", "'2000-01-01'::timestamptz"),
+        ("set_config", "text, text, boolean", "text", "''"),
+        ("coalesce", "integer, integer", "integer", "1"),
+    ]:
+        conn.execute(
+            f"CREATE FUNCTION shadow.{name}({args}) RETURNS {returns} LANGUAGE plpgsql AS $$"
+            f" BEGIN INSERT INTO shadow.hits VALUES ('{name}'); RETURN {value}; END $$")
+        conn.execute(f"GRANT EXECUTE ON FUNCTION shadow.{name}({args}) TO PUBLIC")
+    conn.execute("CREATE FUNCTION shadow.\"=\"(uuid, uuid) RETURNS boolean LANGUAGE sql"
+                 " AS 'SELECT false'")
+    conn.execute("CREATE OPERATOR shadow.= (LEFTARG = uuid, RIGHTARG = uuid,"
+                 " FUNCTION = shadow.\"=\")")
+    yield
+    conn.execute("DROP SCHEMA shadow CASCADE")
+
+
+def test_callers_search_path_cannot_redirect_the_reaper(conn, login, calls, shadow,
+                                                        reaper_paused):
+    rows = calls.add([ringing(AS_OF - timedelta(minutes=1)),
+                      answered(AS_OF - STALE - timedelta(minutes=1))])
+    ids = [r["call_id"] for r in rows]
+    with login(JOB_ROLE) as c:
+        # Temp tables named like the reaper's, first in the path, then the shadow schema
+        # ahead of pg_catalog.
+        for table in TABLES:
+            c.execute(f"CREATE TEMP TABLE {table} (LIKE shadow.{table})")
+        c.execute("SET search_path = pg_temp, shadow, messenger, pg_catalog, public")
+        result = reap(c, as_of=AS_OF)
+        assert result["run_id"] != uuid.UUID(int=0)
+        assert (result["lock_acquired"], result["missed_count"], result["failed_count"]) == \
+            (True, 1, 1)
+        for table in TABLES:
+            assert c.execute(f"SELECT count(*) FROM pg_temp.{table}").fetchone()[0] == 0
+    assert conn.execute("SELECT array_agg(what) FROM shadow.hits").fetchone()[0] is None
+    for table in TABLES:
+        assert conn.execute(f"SELECT count(*) FROM shadow.{table}").fetchone()[0] == 0
+    assert assert_all_or_nothing(conn, ids) == (2, 3)
+
+
+# ---- What it writes and logs: ids only ----
+
+def test_outbox_payloads_have_exactly_the_three_keys(conn, calls, reaper_paused):
+    rows = calls.add([ringing(AS_OF - timedelta(minutes=1), media_type="Video"),
+                      answered(AS_OF - STALE - timedelta(minutes=1), media_type="Audio")])
+    reap(conn, as_of=AS_OF)
+    pushed = outbox_rows(conn, [r["call_id"] for r in rows])
+    assert len(pushed) == 3
+    by_id = {r["call_id"]: r for r in rows}
+    for row in pushed:
+        call = by_id[row["reference_id"]]
+        assert row["payload"] == {
+            "callId": str(call["call_id"]),
+            "status": "Missed" if call["status"] == "Ringing" else "Failed",
+            "mediaType": call["media_type"],
+        }
+    # And the table refuses anything more, whoever writes it.
+    with pytest.raises(errors.CheckViolation):
+        conn.execute(
+            "INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id,"
+            " payload) VALUES ('CallMissed', 'User', %s, %s, %s)",
+            [f"user:{uuid.uuid4()}", uuid.uuid4(),
+             json.dumps({"callId": "x", "status": "Missed", "mediaType": "Audio",
+                         "callerName": "Alice"})])
+
+
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+VALUE = re.compile(
+    rf"^(?:{UUID}|-?\d+(?:\.\d+)?|[A-Za-z_]+|[0-9A-Z]{{5}}"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d(?::\d\d)?))$")
+PAIR = re.compile(r'([a-z_]+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def parse_log_line(line):
+    """key=value pairs of one reaper log line; fails on anything else."""
+    assert line.startswith("call_reaper "), line
+    rest = line[len("call_reaper "):]
+    pairs = PAIR.findall(rest)
+    assert " ".join(f"{k}={v}" for k, v in pairs) == rest, f"not key=value: {line!r}"
+    return dict(pairs)
+
+
+def test_logs_are_key_value_with_ids_only(conn, make_conn, calls, reaper_paused):
+    """Every event the reaper logs, captured from the client side (client_min_messages =
+    log shows RAISE LOG to the session); a poison trigger's DETAIL carries fake PII."""
+    good = calls.add([ringing(AS_OF - timedelta(minutes=2)),
+                      answered(AS_OF - STALE - timedelta(minutes=1))])
+    bad = calls.add([ringing(AS_OF - timedelta(minutes=1))])[0]
+    conn.execute(sql.SQL("""
+        CREATE FUNCTION public.reaper_log_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.call_id = {} THEN
+                RAISE EXCEPTION 'poison "quoted" row' USING DETAIL = 'phone=+15550100 name=Alice';
+            END IF;
+            RETURN NEW;
+        END $$""").format(sql.Literal(bad["call_id"])))
+    conn.execute("CREATE TRIGGER reaper_log_poison BEFORE UPDATE ON messenger.call_sessions"
+                 " FOR EACH ROW EXECUTE FUNCTION public.reaper_log_poison()")
+    lines = []
+    try:
+        c = make_conn()
+        c.add_notice_handler(lambda d: lines.append(d.message_primary))
+        c.execute("SET client_min_messages = log")
+        reap(c, as_of=AS_OF)
+        # A cycle that fails whole (its poison call cannot even be quarantined) ...
+        conn.execute("DELETE FROM messenger.call_reaper_quarantine WHERE call_id = %s",
+                     [bad["call_id"]])
+        conn.execute("""
+            CREATE FUNCTION public.reaper_log_no_quarantine() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'no quarantine today' USING DETAIL = 'name=Alice'; END $$""")
+        conn.execute("CREATE TRIGGER reaper_log_no_quarantine BEFORE INSERT"
+                     " ON messenger.call_reaper_quarantine FOR EACH ROW"
+                     " EXECUTE FUNCTION public.reaper_log_no_quarantine()")
+        assert reap(c, as_of=AS_OF)["result"] == "failed"
+        # ... and one skipped because the lock is busy.
+        holder = make_conn(autocommit=False)
+        reap(holder, as_of=AS_OF)
+        assert reap(c, as_of=AS_OF)["result"] == "skipped"
+        holder.rollback()
+    finally:
+        conn.execute("DROP TRIGGER IF EXISTS reaper_log_no_quarantine"
+                     " ON messenger.call_reaper_quarantine")
+        conn.execute("DROP FUNCTION IF EXISTS public.reaper_log_no_quarantine()")
+        conn.execute("DROP TRIGGER IF EXISTS reaper_log_poison ON messenger.call_sessions")
+        conn.execute("DROP FUNCTION IF EXISTS public.reaper_log_poison()")
+
+    reaper_lines = [line for line in lines if line.startswith("call_reaper ")]
+    events = {parse_log_line(line)["event"] for line in reaper_lines}
+    assert {"cycle_started", "batch_selected", "call_reaped", "batch_failed", "item_failed",
+            "cycle_completed", "cycle_failed", "cycle_skipped"} <= events
+    known_ids = {str(v) for r in good + [bad] for v in
+                 (r["call_id"], r["caller_user_id"], r["callee_user_id"])}
+    for line in reaper_lines:
+        assert "Alice" not in line and "15550100" not in line, line
+        for key, value in parse_log_line(line).items():
+            if key == "message":
+                # The error's primary message only, quoted: never its DETAIL.
+                assert value.startswith('"') and value.endswith('"'), line
+                json.loads(value)
+                continue
+            assert VALUE.match(value), f"{key}={value} in {line!r}"
+            if re.fullmatch(UUID, value) and key != "run_id":
+                assert value in known_ids, f"{key}={value} is none of this test's ids"
