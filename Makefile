@@ -3,6 +3,7 @@
 #   make test   deploy, check and test everything in a throwaway cluster (what .ci/run calls)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
+#   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
 #   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see README)
 #   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
@@ -32,7 +33,7 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 \
 	-o cron.use_background_workers=on \
 	-o max_worker_processes=16
 
-.PHONY: deps apt-deps test lint clean run-exporter alerts-test
+.PHONY: deps apt-deps test lint clean bench run-exporter alerts-test
 
 deps: apt-deps $(STAMP)
 
@@ -99,3 +100,17 @@ clean-run:
 	@scripts/local-cluster remove
 
 clean: clean-run
+
+# Its own throwaway cluster, with pg_stat_statements for the profile (never asked of a real
+# server) and without autovacuum: the bench VACUUMs itself between measurements, and an
+# autovacuum ANALYZE running meanwhile holds back the horizon so that VACUUM leaves the dead
+# index entries of the previous contestant behind for the next one to walk.
+# Sizes come from the environment: make bench HISTORY=1000000 IDLE_HISTORY=1000000,10000000
+bench: deps
+	pg_virtualenv -t -v 15 \
+		-o shared_preload_libraries=pg_cron,pg_stat_statements \
+		-o autovacuum=off \
+		-o cron.database_name=messenger \
+		-o cron.use_background_workers=on \
+		-o max_worker_processes=16 \
+		bench/in-cluster

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_apply(text, uuid[], timestamptz[], uuid, timestamptz);
+DROP FUNCTION IF EXISTS messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz);
 
 COMMIT;
