@@ -4,6 +4,8 @@
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
+#   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see README)
+#   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
 SHELL := /bin/bash
@@ -31,7 +33,7 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 \
 	-o cron.use_background_workers=on \
 	-o max_worker_processes=16
 
-.PHONY: deps apt-deps test lint clean bench
+.PHONY: deps apt-deps test lint clean bench run-exporter alerts-test
 
 deps: apt-deps $(STAMP)
 
@@ -49,14 +51,26 @@ apt-deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 $$missing; \
 	fi
 
-# Rebuilt only when requirements-dev.txt is newer than the stamp.
-$(STAMP): requirements-dev.txt
+# Rebuilt only when requirements-dev.txt or pyproject.toml is newer than the stamp. The
+# exporter is installed editable, as `pip install .` would, so tests run its console script.
+$(STAMP): requirements-dev.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
-test: deps
+test: deps alerts-test
 	$(PG_VIRTUALENV) scripts/test-in-cluster
+
+# Needs no database: fails fast before a cluster is started.
+alerts-test: apt-deps
+	promtool check rules monitoring/alerts.yml
+	promtool test rules monitoring/alerts_test.yml
+
+# Serves /metrics on port 9648; the database comes from DATABASE_URL or the PG* variables.
+# EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
+run-exporter: $(STAMP)
+	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

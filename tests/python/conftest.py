@@ -11,13 +11,16 @@ test loudly: a suite that skips itself would let a broken CI look green.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 import reaper_support
-from psycopg.conninfo import conninfo_to_dict
+from exporter_support import MONITOR, Exporter
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
 def _describe(dsn: str) -> str:
@@ -161,3 +164,48 @@ def reaper_paused(dsn: str) -> Iterator[None]:
                 # A fresh connection: the test may have restarted the server under `control`.
                 with psycopg.connect(dsn, autocommit=True) as resume:
                     set_reaper_job_active(resume, True)
+
+
+# ---- Exporter tests (issue 4): a real login as the monitor role and the exporter as a process.
+# Helpers live in exporter_support.py.
+
+
+@pytest.fixture
+def monitor_dsn(dsn: str) -> Iterator[str]:
+    """DSN that logs in as messenger_call_reaper_monitor with a password set for this test.
+
+    A real login, not SET ROLE: the test then sees exactly what the exporter's role sees. The
+    password is removed again afterwards (the deploy gives the role none); per test, so another
+    test that sets or clears the role's password cannot pull it from under this one.
+    """
+    password = secrets.token_urlsafe(24)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+            sql.Identifier(MONITOR), sql.Literal(password)))
+    params = conninfo_to_dict(dsn) if dsn else {}
+    params.update(user=MONITOR, password=password)
+    monitor = make_conninfo("", **params)
+    try:
+        with psycopg.connect(monitor, connect_timeout=10) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"cannot log in as {MONITOR} with a password (pg_hba must allow "
+                    f"password auth for it, e.g. over localhost): {exc}", pytrace=False)
+    yield monitor
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(MONITOR)))
+
+
+@pytest.fixture
+def start_exporter() -> Iterator[Callable[..., Exporter]]:
+    """Factory: start_exporter("--dsn", dsn, ...) -> a running Exporter, stopped after the test."""
+    started: list[Exporter] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> Exporter:
+        exporter = Exporter(*args, env=env)
+        started.append(exporter)
+        return exporter
+
+    yield start
+    for exporter in started:
+        exporter.stop()

@@ -1,0 +1,133 @@
+"""Helpers for the exporter tests: flat sample maps of one scrape (collector or HTTP), one
+reaper cycle, and the exporter as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import psycopg
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+from psycopg import sql
+from psycopg.rows import dict_row
+
+REPO = Path(__file__).resolve().parents[2]
+MONITOR = "messenger_call_reaper_monitor"
+LOCK_KEY = 7161124095527313776
+DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
+
+Samples = dict[tuple[str, frozenset], float]
+
+
+def samples_of(families) -> Samples:
+    """{(sample name, frozenset of labels): value} of every sample in the families."""
+    return {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples}
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def collect_once(collector) -> Samples:
+    """One scrape of the collector through a private registry (one query)."""
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(collector)
+    return samples_of(registry.collect())
+
+
+def reap(conn: psycopg.Connection, **args) -> dict:
+    """One reaper cycle; returns its result row as a dict."""
+    names = list(args)
+    query = sql.SQL("SELECT * FROM messenger.reap_call_timeouts({})").format(
+        sql.SQL(", ").join(sql.SQL("{} => {}").format(sql.Identifier(n), sql.Placeholder(n))
+                           for n in names))
+    cur = conn.cursor(row_factory=dict_row)
+    return cur.execute(query, args).fetchone()
+
+
+class Exporter:
+    """call-reaper-exporter running as its own process, on a loopback port it picked."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None):
+        script = Path(sys.executable).with_name("call-reaper-exporter")
+        if not script.exists():
+            pytest.fail(f"{script} missing: `make deps` installs the exporter package",
+                        pytrace=False)
+        # Never an inherited DATABASE_URL: each test says where the exporter connects.
+        env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"}, **(env or {})}
+        self.proc = subprocess.Popen(
+            [str(script), "--port", "0", "--listen-address", "127.0.0.1", *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        found = self.wait_for_log(r"serving /metrics on 127\.0\.0\.1:(\d+)", timeout=15)
+        self.port = int(found.group(1))
+        self.url = f"http://127.0.0.1:{self.port}/metrics"
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for_log(self, pattern: str, timeout: float) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.log)
+            if found:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        pytest.fail(f"exporter never logged /{pattern}/ (exit code {self.proc.poll()}):\n"
+                    f"{self.log}", pytrace=False)
+
+    def scrape(self, timeout: float = 10) -> tuple[Samples, dict[str, str]]:
+        """One GET /metrics: (samples, {family name: type})."""
+        with urllib.request.urlopen(self.url, timeout=timeout) as response:
+            assert response.status == 200
+            families = list(text_string_to_metric_families(response.read().decode()))
+        return samples_of(families), {f.name: f.type for f in families}
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(timeout=5)
+        return self.proc.returncode
+
+
+def dashboard_queries() -> list[str]:
+    """Every PromQL string in the dashboard: panel targets and template variable queries."""
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("expr", "query", "definition") and isinstance(value, str):
+                    found.append(value)
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(json.loads(DASHBOARD.read_text()))
+    return found
