@@ -78,7 +78,7 @@ lint: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
 
-# ---- Local cluster (issue 3) ------------------------------------------------------------------
+# ---- Local cluster ----------------------------------------------------------------------------
 #   make run    installs what is missing, creates (once) and starts a persistent PostgreSQL 15 +
 #               pg_cron in ./run on port 54329 (RUN_DIR, RUN_PGPORT to change), deploys with Sqitch,
 #               starts the exporter if installed, then prints one line per reaper cycle (Ctrl-C)

@@ -86,7 +86,7 @@ def make_conn(dsn: str) -> Iterator[Callable[..., psycopg.Connection]]:
         connection.close()
 
 
-# ---- Multi-connection reaper tests (issue 5): calls made by a test, deleted after it ----
+# ---- Multi-connection reaper tests: calls made by a test, deleted after it ----
 
 @pytest.fixture
 def calls(dsn: str) -> Iterator[reaper_support.Calls]:
@@ -166,7 +166,7 @@ def reaper_paused(dsn: str) -> Iterator[None]:
                     set_reaper_job_active(resume, True)
 
 
-# ---- Exporter tests (issue 4): a real login as the monitor role and the exporter as a process.
+# ---- Exporter tests: a real login as the monitor role and the exporter as a process.
 # Helpers live in exporter_support.py.
 
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the multi-connection reaper tests (issue 5).
+"""Helpers shared by the multi-connection reaper tests.
 
 Plain functions, not fixtures: the fixtures that use them live in conftest.py.
 Rows are made with far-future timestamps (year 2100) and the matching as_of, so the

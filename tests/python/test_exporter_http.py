@@ -14,7 +14,7 @@ from exporter_support import reap, sample
 from psycopg.conninfo import conninfo_to_dict
 
 P = "messenger_call_reaper_"
-# SPEC.md §4 "Exporter", plus the reap-lag histogram and the timestamps of issue 4.
+# SPEC.md §4 "Exporter", plus the reap-lag histogram and the last-run timestamps.
 SPEC_FAMILIES = {
     P + "run": "counter",
     P + "cycle_duration_seconds": "histogram",
