@@ -11,8 +11,9 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-# Server, pg_cron, pgTAP + pg_prove, Sqitch (+ its Pg driver), plpgsql_check, promtool.
-DEB_PACKAGES := postgresql-common postgresql-15 postgresql-15-cron \
+# Server, pg_cron, pg_partman (optional partitioning, tested), pgTAP + pg_prove, Sqitch (+ its
+# Pg driver), plpgsql_check, promtool.
+DEB_PACKAGES := postgresql-common postgresql-15 postgresql-15-cron postgresql-15-partman \
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
 	sqitch libdbd-pg-perl postgresql-15-plpgsql-check prometheus
 

@@ -1,74 +1,58 @@
--- Convert messenger.call_sessions into a table range-partitioned by started_at, one partition
--- per calendar month (UTC) plus a DEFAULT partition. See docs/partitioning.md.
+-- Hand messenger.call_sessions to pg_partman: range-partitioned by started_at, one partition
+-- per calendar month, a DEFAULT partition, partitions kept ahead and old months archived by
+-- pg_partman's maintenance. See docs/partitioning.md.
 --
--- Run once, by the table's owner or a superuser, after `sqitch deploy`, as ONE transaction:
+-- Step 1 of 2. Run once, as a superuser, after `sqitch deploy`, in the database named by
+-- cron.database_name, as ONE transaction:
 --     psql -1 -v ON_ERROR_STOP=1 -f sql/partition_call_sessions.sql
+-- then move the history with step 2, sql/partition_call_sessions_move.sql.
 -- Plain SQL without BEGIN/COMMIT so it can also run inside a caller's transaction (the
--- partitioned pgTAP test does). Running it on a table that is already partitioned changes
--- nothing.
+-- partitioned pgTAP test does). On a table that is already partitioned it changes nothing.
 --
--- What changes and why:
---   * The primary key becomes (call_id, started_at): PostgreSQL requires every unique
---     constraint of a partitioned table to include the partition key. call_id stays unique in
---     practice (random v4 UUIDs); see docs/partitioning.md for what the database still
---     guarantees and what the reaper relies on.
---   * Everything else is carried over as it is: columns, defaults, CHECK constraints
---     (INV-CALL invariants), column comments, the owner, table and column GRANTs, every
---     non-primary index (ix_call_active, ix_call_ringing_due, ix_call_answered_due and any
---     later one, re-created on the parent so each partition gets its own), and plain views
---     over the table. The Sqitch plan's verify and revert scripts keep working because names
---     do not change.
---   * Rows are copied under ACCESS EXCLUSIVE: the table is unavailable for the length of the
---     copy (about a minute per 10M rows on a small machine). Plan a maintenance window.
+-- psql variables (-v name=value):
+--   retention    months older than this are detached by maintenance and moved to schema
+--                messenger_archive (kept, not dropped); default '12 months'
+--   premake      months created ahead of the current one; default 3
+--
+-- What it does, under ACCESS EXCLUSIVE for a time proportional to the ACTIVE calls only:
+--   * renames the old table to messenger.call_sessions_unpartitioned and creates
+--     messenger.call_sessions PARTITION BY RANGE (started_at) with the same columns,
+--     defaults, CHECK constraints (INV-CALL invariants), comments, owner, table and column
+--     GRANTs, every non-primary index (re-created on the parent so each partition gets its
+--     own) and plain views over the table. Names do not change, so the Sqitch plan's verify
+--     and revert scripts keep working.
+--   * primary key (call_id, started_at): PostgreSQL requires every unique constraint of a
+--     partitioned table to include the partition key (docs/partitioning.md, "Uniqueness").
+--   * pg_partman's create_parent makes the monthly partitions from the oldest active call's
+--     month to `premake` months ahead, plus messenger.call_sessions_default.
+--   * moves the active (Ringing, Answered) calls into the new table, so everything the
+--     reaper and the application update is in place when this transaction commits; the
+--     terminal history stays in call_sessions_unpartitioned for step 2 to move in batches.
+--   * sets pg_partman's retention and schedules its maintenance from pg_cron (job
+--     messenger-call-sessions-partman, daily, run as the table's owner: creating and
+--     detaching partitions needs ownership, which the reaper's job role never has).
 -- Refused (SQLSTATE 55000, nothing changed): triggers, foreign keys pointing at call_sessions
--- (they would need started_at), materialized views over it.
---
--- messenger.call_sessions_add_partitions(from, to) creates the monthly partitions of a range;
--- schedule it (e.g. monthly from pg_cron) so that next month's partition always exists. Rows
--- whose month has no partition land in messenger.call_sessions_default, so an insert never
--- fails; a row there is a sign the maintenance is late.
+-- (they would need started_at), materialized views over it, pg_cron not loaded here.
 
-CREATE OR REPLACE FUNCTION messenger.call_sessions_add_partitions(p_from timestamptz, p_to timestamptz)
-RETURNS integer
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    -- Months are counted in UTC so the boundaries do not depend on the session's TimeZone.
-    v_month timestamp := date_trunc('month', p_from AT TIME ZONE 'UTC');
-    v_name  text;
-    v_owner name;
-    v_made  integer := 0;
-BEGIN
-    IF p_from IS NULL OR p_to IS NULL OR NOT isfinite(p_from) OR NOT isfinite(p_to)
-       OR p_to < p_from OR p_to - p_from > interval '20 years' THEN
-        RAISE EXCEPTION 'call_sessions_add_partitions needs finite p_from <= p_to at most 20 years apart, got % and %',
-            p_from, p_to USING ERRCODE = '22023';
-    END IF;
-    IF (SELECT c.relkind FROM pg_catalog.pg_class AS c WHERE c.oid = 'messenger.call_sessions'::regclass) <> 'p' THEN
-        RAISE EXCEPTION 'messenger.call_sessions is not partitioned'
-            USING ERRCODE = '55000', HINT = 'Run sql/partition_call_sessions.sql first.';
-    END IF;
-    SELECT pg_catalog.pg_get_userbyid(c.relowner) INTO v_owner
-      FROM pg_catalog.pg_class AS c WHERE c.oid = 'messenger.call_sessions'::regclass;
-    WHILE v_month <= p_to AT TIME ZONE 'UTC' LOOP
-        v_name := 'call_sessions_p' || pg_catalog.to_char(v_month, 'YYYYMM');
-        IF pg_catalog.to_regclass(pg_catalog.format('messenger.%I', v_name)) IS NULL THEN
-            EXECUTE pg_catalog.format(
-                'CREATE TABLE messenger.%I PARTITION OF messenger.call_sessions FOR VALUES FROM (%L) TO (%L)',
-                v_name, v_month AT TIME ZONE 'UTC', (v_month + interval '1 month') AT TIME ZONE 'UTC');
-            EXECUTE pg_catalog.format('ALTER TABLE messenger.%I OWNER TO %I', v_name, v_owner);
-            v_made := v_made + 1;
-        END IF;
-        v_month := v_month + interval '1 month';
-    END LOOP;
-    RETURN v_made;
-END
-$$;
+\if :{?retention}
+\else
+\set retention '12 months'
+\endif
+\if :{?premake}
+\else
+\set premake 3
+\endif
+-- A DO block cannot see psql variables; a setting carries premake into it.
+SET call_sessions_partman.premake TO :'premake';
 
-COMMENT ON FUNCTION messenger.call_sessions_add_partitions(timestamptz, timestamptz) IS
-    'Creates the missing monthly (UTC) partitions of messenger.call_sessions covering p_from..p_to; returns how many it made.';
-REVOKE ALL ON FUNCTION messenger.call_sessions_add_partitions(timestamptz, timestamptz) FROM PUBLIC;
+-- pg_partman computes month boundaries in the session's TimeZone; months are UTC months.
+SET LOCAL TimeZone = 'UTC';
+
+CREATE SCHEMA IF NOT EXISTS partman;
+CREATE EXTENSION IF NOT EXISTS pg_partman SCHEMA partman;
+-- Archived months live outside schema messenger, so `sqitch revert` neither trips over them
+-- nor destroys them.
+CREATE SCHEMA IF NOT EXISTS messenger_archive;
 
 DO $$
 DECLARE
@@ -79,12 +63,25 @@ DECLARE
     v_drops   text[];
     v_grants  text[];
     v_views   text[];
-    v_first   timestamptz;
+    v_start   timestamptz;
+    v_moved   bigint;
     v_sql     text;
 BEGIN
     IF (SELECT c.relkind FROM pg_catalog.pg_class AS c WHERE c.oid = c_table) = 'p' THEN
         RAISE NOTICE 'messenger.call_sessions is already partitioned; nothing to do';
         RETURN;
+    END IF;
+    IF current_setting('cron.database_name', true) IS DISTINCT FROM current_database() THEN
+        RAISE EXCEPTION 'pg_cron must run in this database to schedule pg_partman''s maintenance'
+            USING ERRCODE = '55000', HINT = 'Run this script in the database named by cron.database_name.';
+    END IF;
+    -- The nightly maintenance runs in the server's default TimeZone: anything but UTC would
+    -- shift the month boundaries of the partitions it adds.
+    IF (SELECT s.reset_val NOT IN ('UTC', 'Etc/UTC', 'GMT', 'Etc/GMT', 'UCT', 'Etc/UCT')
+          FROM pg_catalog.pg_settings AS s WHERE s.name = 'TimeZone') THEN
+        RAISE WARNING 'the default TimeZone is %, not UTC: pg_partman''s maintenance would cut months there',
+            (SELECT s.reset_val FROM pg_catalog.pg_settings AS s WHERE s.name = 'TimeZone')
+            USING HINT = 'Set timezone = ''UTC'' in postgresql.conf, or ALTER ROLE <owner> IN DATABASE <db> SET timezone = ''UTC''.';
     END IF;
     LOCK TABLE messenger.call_sessions IN ACCESS EXCLUSIVE MODE;
 
@@ -129,6 +126,9 @@ BEGIN
       JOIN pg_catalog.pg_rewrite AS r ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid
      WHERE d.refobjid = c_table AND r.ev_class <> c_table;
 
+    -- The old table keeps only its primary key: step 2 finds its rows by started_at through an
+    -- index it builds once nobody writes here any more, and every other index would only slow
+    -- the batches' DELETEs down.
     ALTER TABLE messenger.call_sessions RENAME TO call_sessions_unpartitioned;
     ALTER INDEX messenger.call_sessions_pkey RENAME TO call_sessions_unpartitioned_pkey;
     FOREACH v_sql IN ARRAY v_drops LOOP
@@ -142,25 +142,71 @@ BEGIN
     ALTER TABLE messenger.call_sessions ADD CONSTRAINT call_sessions_pkey PRIMARY KEY (call_id, started_at);
     EXECUTE pg_catalog.format('ALTER TABLE messenger.call_sessions OWNER TO %I', v_owner);
     EXECUTE pg_catalog.format('COMMENT ON TABLE messenger.call_sessions IS %L', v_comment);
-
-    CREATE TABLE messenger.call_sessions_default PARTITION OF messenger.call_sessions DEFAULT;
-    EXECUTE pg_catalog.format('ALTER TABLE messenger.call_sessions_default OWNER TO %I', v_owner);
-    SELECT min(u.started_at) INTO v_first FROM messenger.call_sessions_unpartitioned AS u;
-    PERFORM messenger.call_sessions_add_partitions(least(coalesce(v_first, pg_catalog.now()), pg_catalog.now()),
-                                                   pg_catalog.now() + interval '3 months');
     FOREACH v_sql IN ARRAY v_indexes LOOP
         EXECUTE v_sql;
     END LOOP;
 
-    INSERT INTO messenger.call_sessions SELECT * FROM messenger.call_sessions_unpartitioned;
+    -- Partitions must exist for every active call's month before those calls move in: a month's
+    -- partition cannot be created later while the DEFAULT partition holds rows of that month.
+    SELECT min(u.started_at) INTO v_start
+      FROM messenger.call_sessions_unpartitioned AS u WHERE u.status IN ('Ringing', 'Answered');
+    PERFORM partman.create_parent(
+        p_parent_table      => 'messenger.call_sessions',
+        p_control           => 'started_at',
+        p_type              => 'native',
+        p_interval          => 'monthly',
+        p_premake           => current_setting('call_sessions_partman.premake')::integer,
+        p_start_partition   => least(coalesce(v_start, pg_catalog.now()), pg_catalog.now())::text,
+        p_jobmon            => false);
+    -- create_parent made them as the current user; maintenance later runs as the owner.
+    FOR v_sql IN
+        SELECT pg_catalog.format('ALTER TABLE %s OWNER TO %I', i.inhrelid::regclass, v_owner)
+          FROM pg_catalog.pg_inherits AS i WHERE i.inhparent = 'messenger.call_sessions'::regclass
+    LOOP
+        EXECUTE v_sql;
+    END LOOP;
+    -- A non-superuser owner needs pg_partman's tables and the archive schema for maintenance.
+    IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = v_owner) THEN
+        EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA partman TO %I', v_owner);
+        EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA partman TO %I', v_owner);
+        EXECUTE pg_catalog.format('GRANT USAGE, CREATE ON SCHEMA messenger_archive TO %I', v_owner);
+    END IF;
+
+    WITH active AS (
+        DELETE FROM messenger.call_sessions_unpartitioned AS u
+         WHERE u.status IN ('Ringing', 'Answered')
+        RETURNING u.*)
+    INSERT INTO messenger.call_sessions SELECT * FROM active;
+    GET DIAGNOSTICS v_moved = ROW_COUNT;
 
     FOREACH v_sql IN ARRAY v_grants || v_views LOOP
         EXECUTE v_sql;
     END LOOP;
-    DROP TABLE messenger.call_sessions_unpartitioned;
-    RAISE NOTICE 'messenger.call_sessions is now partitioned by month of started_at';
+    -- Whoever reads a view or the table during step 2 sees only the rows already moved; the
+    -- old table keeps the reaper's owner out, as before.
+    RAISE NOTICE 'messenger.call_sessions is now partitioned by month of started_at (pg_partman); % active call(s) moved, history left in messenger.call_sessions_unpartitioned for sql/partition_call_sessions_move.sql',
+        v_moved;
 END
 $$;
+
+-- Old months are detached and moved to messenger_archive, never dropped: archiving is
+-- reversible, and the reaper never reads terminal calls.
+UPDATE partman.part_config
+   SET retention = :'retention',
+       retention_keep_table = true,
+       retention_schema = 'messenger_archive',
+       infinite_time_partitions = true
+ WHERE parent_table = 'messenger.call_sessions';
+
+-- The table's owner, not a superuser and never messenger_call_reaper: creating, detaching
+-- and moving partitions needs ownership of the table, and the reaper's job role must stay
+-- able to execute the reaper and nothing more. schedule_in_database exists from pg_cron 1.4.
+SELECT cron.schedule_in_database('messenger-call-sessions-partman', '7 3 * * *',
+                                 'CALL partman.run_maintenance_proc(p_jobmon => false)',
+                                 current_database(), pg_catalog.pg_get_userbyid(c.relowner)) AS partman_jobid
+  FROM pg_catalog.pg_class AS c
+ WHERE c.oid = 'messenger.call_sessions'::regclass
+\gset
 
 -- Autovacuum never analyzes a partitioned parent; the planner wants its statistics too.
 ANALYZE messenger.call_sessions;

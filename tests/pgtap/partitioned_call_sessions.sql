@@ -1,11 +1,12 @@
 -- The reaper works unchanged when messenger.call_sessions is range-partitioned by month of
--- started_at: this file converts the table with sql/partition_call_sessions.sql (inside its own
--- rolled-back transaction) and re-runs the core behaviours against it: ring-timeout -> Missed
--- with one CallMissed row, stale -> Failed with a CallEnded row per party, an idempotent second
--- cycle, the batch limit, a call that landed in the DEFAULT partition, and an idle cycle that
--- scans no partition sequentially.
+-- started_at and managed by pg_partman: this file converts the table with
+-- sql/partition_call_sessions.sql (inside its own rolled-back transaction), checks what the
+-- conversion hands to pg_partman and pg_cron, and re-runs the core behaviours against it:
+-- ring-timeout -> Missed with one CallMissed row, stale -> Failed with a CallEnded row per
+-- party, an idempotent second cycle, the batch limit, a call that landed in the DEFAULT
+-- partition, and an idle cycle that scans no partition sequentially.
 BEGIN;
-SELECT plan(17);
+SELECT plan(20);
 
 -- The script NOTICEs what it did; the TAP stream does not need it.
 SET LOCAL client_min_messages = warning;
@@ -21,8 +22,24 @@ SELECT col_is_pk('messenger', 'call_sessions', ARRAY['call_id', 'started_at'],
 SELECT ok(has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
           AND NOT has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'caller_user_id', 'UPDATE'),
           'the reaper''s owner keeps exactly its column privileges');
-SELECT is(messenger.call_sessions_add_partitions('2099-12-15+00', '2100-02-01+00'), 3,
-          'call_sessions_add_partitions creates one partition per month of the range');
+SELECT results_eq(
+    $$SELECT partition_interval, retention, retention_keep_table, retention_schema
+        FROM partman.part_config WHERE parent_table = 'messenger.call_sessions'$$,
+    $$VALUES ('1 mon'::text, '12 months'::text, true, 'messenger_archive'::text)$$,
+    'pg_partman manages monthly partitions and archives months older than 12 to messenger_archive');
+SELECT results_eq(
+    $$SELECT j.command, j.username = pg_get_userbyid(c.relowner), j.username <> 'messenger_call_reaper'
+        FROM cron.job AS j, pg_class AS c
+       WHERE j.jobname = 'messenger-call-sessions-partman' AND c.oid = 'messenger.call_sessions'::regclass$$,
+    $$VALUES ('CALL partman.run_maintenance_proc(p_jobmon => false)'::text, true, true)$$,
+    'pg_cron runs pg_partman''s maintenance as the table''s owner, not as the reaper''s job role');
+SELECT is((SELECT count(*)::integer FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'messenger.call_sessions'::regclass AND c.relowner <> (
+                  SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass)),
+          0, 'every partition belongs to the table''s owner');
+SELECT ok(partman.create_partition_time('messenger.call_sessions',
+                                        ARRAY['2099-12-01+00', '2100-01-01+00', '2100-02-01+00']::timestamptz[]),
+          'pg_partman creates the partitions of the months the test lives in');
 
 -- as_of 2100-01-01 06:00: one overdue Ringing call, one stale Answered call, one live Ringing
 -- call, five more overdue Ringing calls for the batch limit, and one overdue Ringing call whose
@@ -43,7 +60,7 @@ SELECT is((SELECT ARRAY[missed_count, failed_count] FROM r1), ARRAY[1, 1],
 SELECT results_eq(
     $$SELECT c.status, c.end_reason, c.ended_at, c.tableoid::regclass::text
         FROM messenger.call_sessions AS c WHERE c.call_id = '00000000-0000-0000-0000-0000000000b1'$$,
-    $$VALUES ('Missed'::text, 'Timeout'::text, '2100-01-01 06:00+00'::timestamptz, 'messenger.call_sessions_p210001'::text)$$,
+    $$VALUES ('Missed'::text, 'Timeout'::text, '2100-01-01 06:00+00'::timestamptz, 'messenger.call_sessions_p2100_01'::text)$$,
     'the Ringing call is Missed/Timeout, in its month''s partition');
 SELECT results_eq(
     $$SELECT kind, target_id, payload, correlation_id FROM messenger.realtime_outbox
@@ -55,7 +72,7 @@ SELECT results_eq(
 SELECT results_eq(
     $$SELECT status, end_reason, duration_seconds, tableoid::regclass::text FROM messenger.call_sessions
        WHERE call_id = '00000000-0000-0000-0000-0000000000a1'$$,
-    $$VALUES ('Failed'::text, 'Error'::text, NULL::integer, 'messenger.call_sessions_p209912'::text)$$,
+    $$VALUES ('Failed'::text, 'Error'::text, NULL::integer, 'messenger.call_sessions_p2099_12'::text)$$,
     'the stale call is Failed/Error without a duration, in the partition of the month it started');
 SELECT results_eq(
     $$SELECT kind, target_id FROM messenger.realtime_outbox
