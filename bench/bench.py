@@ -220,15 +220,21 @@ class Bench:
         if a.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]:
             sys.exit("bench: messenger.call_sessions is not empty; run the bench on a throwaway database")
         if self.args.partitioned:
-            log("converting messenger.call_sessions to monthly range partitions (sql/partition_call_sessions.sql)")
-            a.execute((REPO / "sql" / "partition_call_sessions.sql").read_text())
-            # Partition maintenance is the DBA's (see docs/partitioning.md); the bench lives in
-            # 2098-2099, so it creates the months it seeds.
-            a.execute(
-                "SELECT messenger.call_sessions_add_partitions(%s, %s)",
-                (AS_OF - dt.timedelta(days=HISTORY_SPAN_DAYS) - RECENT - dt.timedelta(days=31),
-                 AS_OF + dt.timedelta(days=31)),
-            )
+            log("handing messenger.call_sessions to pg_partman (sql/partition_call_sessions.sql)")
+            # A psql script (it reads psql variables); the table is empty, so there is no
+            # history for step 2 to move.
+            subprocess.run(["psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", self.args.dsn,
+                            "-f", str(REPO / "sql" / "partition_call_sessions.sql")], check=True)
+            # pg_partman keeps months around now(); the bench lives in 2098-2099, so it creates
+            # the months it seeds. pg_partman cuts months in the session's TimeZone.
+            with a.transaction():
+                a.execute("SET LOCAL TimeZone = 'UTC'")
+                a.execute(
+                    """SELECT partman.create_partition_time('messenger.call_sessions', ARRAY(
+                           SELECT generate_series(date_trunc('month', %s::timestamptz), %s::timestamptz, interval '1 month')))""",
+                    (AS_OF - dt.timedelta(days=HISTORY_SPAN_DAYS) - RECENT - dt.timedelta(days=31),
+                     AS_OF + dt.timedelta(days=31)),
+                )
         if a.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone()[0] == 0:
             try:
                 a.execute("CREATE EXTENSION pg_stat_statements")
