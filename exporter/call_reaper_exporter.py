@@ -19,7 +19,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 import psycopg
 from prometheus_client import REGISTRY, start_http_server
@@ -51,83 +54,122 @@ def mask_dsn(dsn: str) -> str:
     return make_conninfo("", **params)
 
 
-def _new_families() -> list[Metric]:
-    """Every family the exporter serves, empty, in exposition order (up first)."""
-    up = GaugeMetricFamily(
-        PREFIX + "up", "1 when the database answered this scrape's query, else 0.")
-    runs = CounterMetricFamily(
-        PREFIX + "run_total",
-        "Reaper cycles run, by result: completed, skipped (lock busy) or failed (rolled back).",
-        labels=["result"])
-    items = CounterMetricFamily(
-        PREFIX + "items_total",
-        "Calls handled by the reaper, by outcome: missed (ring timeout), failed (stale answered), "
-        "poisoned (raised; left active and quarantined).",
-        labels=["outcome"])
-    skip_locked = CounterMetricFamily(
-        PREFIX + "skip_locked_total",
-        "Overdue calls a cycle skipped because another transaction held them (SKIP LOCKED).")
-    errors = CounterMetricFamily(
-        PREFIX + "errors_total",
-        "Reaper errors: poisoned calls plus failed (rolled back) cycles.")
-    duration = HistogramMetricFamily(
-        PREFIX + "cycle_duration_seconds",
-        "Duration of reaper cycles that held the lock (completed or failed).")
-    lag = HistogramMetricFamily(
-        PREFIX + "reap_lag_seconds",
-        "How long after its window each call was closed: ended_at - (started_at + ring_timeout) "
-        "for Missed, ended_at - (updated_at + stale_timeout) for Failed.")
-    backlog = GaugeMetricFamily(
-        PREFIX + "active_backlog",
-        "Active calls already past their window now (configured timeouts), by reaper phase.",
-        labels=["phase"])
-    quarantined = GaugeMetricFamily(
-        PREFIX + "quarantined_calls",
-        "Poison calls parked in messenger.call_reaper_quarantine, waiting for their backoff.")
-    last_run = GaugeMetricFamily(
-        PREFIX + "last_run_timestamp_seconds",
-        "Unix time the last cycle that held the lock finished; 0 if none ever did.")
-    last_success = GaugeMetricFamily(
-        PREFIX + "last_success_timestamp_seconds",
-        "Unix time the last completed cycle finished; 0 if none ever did.")
-    interval = GaugeMetricFamily(
-        PREFIX + "polling_interval_seconds",
-        "Configured polling interval of the scheduled job (messenger.call_reaper_settings).")
-    return [up, runs, items, skip_locked, errors, duration, lag, backlog, quarantined, last_run,
-            last_success, interval]
+def _number(value: Any) -> float:
+    return float(value)
+
+
+def _epoch(value: datetime | None) -> float:
+    """Unix time; 0 for a cycle that never happened (as Prometheus's timestamp gauges do)."""
+    return value.timestamp() if value else 0.0
+
+
+def _seconds(value: timedelta) -> float:
+    return value.total_seconds()
+
+
+_FAMILY_TYPES = {
+    "counter": CounterMetricFamily,
+    "gauge": GaugeMetricFamily,
+    "histogram": HistogramMetricFamily,
+}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family and where its samples come from in call_reaper_metrics()'s row.
+
+    ``source`` maps each sample's label values to the column that holds its value. A
+    histogram names the stem of its four columns (<stem>_bounds, _buckets, _count, _sum).
+    ``source=None`` is the scrape's own health (``up``): 1 when the row arrived, else 0.
+    """
+
+    name: str
+    type: str
+    help: str
+    labels: tuple[str, ...] = ()
+    source: Mapping[tuple[str, ...], str] | None = None
+    convert: Callable[[Any], float] = _number
+
+    def family(self) -> Metric:
+        return _FAMILY_TYPES[self.type](PREFIX + self.name, self.help, labels=list(self.labels))
+
+    def columns(self) -> set[str]:
+        """The call_reaper_metrics() columns this family reads."""
+        if self.source is None:
+            return set()
+        if self.type == "histogram":
+            return {stem + part for stem in self.source.values()
+                    for part in ("_bounds", "_buckets", "_count", "_sum")}
+        return set(self.source.values())
+
+
+# Every family the exporter serves, in exposition order. Names and columns are SPEC.md's
+# contract. The word "failed" means two things here (README, "Words"): a rolled-back CYCLE in
+# run_total{result="failed"}, a closed CALL in items_total{outcome="failed"}.
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("up", "gauge", "1 when the database answered this scrape's query, else 0."),
+    MetricSpec("run_total", "counter",
+               "Reaper cycles run, by result: completed, skipped (lock busy) or failed (rolled back).",
+               ("result",), {("completed",): "runs_completed", ("skipped",): "runs_skipped",
+                             ("failed",): "runs_failed"}),
+    MetricSpec("items_total", "counter",
+               "Calls handled by the reaper, by outcome: missed (ring timeout), failed (stale "
+               "answered), poisoned (raised; left active and quarantined).",
+               ("outcome",), {("missed",): "items_missed", ("failed",): "items_failed",
+                              ("poisoned",): "items_poisoned"}),
+    MetricSpec("skip_locked_total", "counter",
+               "Overdue calls a cycle skipped because another transaction held them (SKIP LOCKED).",
+               source={(): "skip_locked"}),
+    MetricSpec("errors_total", "counter",
+               "Reaper errors: poisoned calls plus failed (rolled back) cycles.",
+               source={(): "errors"}),
+    MetricSpec("cycle_duration_seconds", "histogram",
+               "Duration of reaper cycles that held the lock (completed or failed).",
+               source={(): "cycle_duration"}),
+    MetricSpec("reap_lag_seconds", "histogram",
+               "How long after its window each call was closed: ended_at - (started_at + "
+               "ring_timeout) for Missed, ended_at - (updated_at + stale_timeout) for Failed.",
+               source={(): "reap_lag"}),
+    MetricSpec("active_backlog", "gauge",
+               "Active calls already past their window now (configured timeouts), by reaper phase.",
+               ("phase",), {("ring_timeout",): "backlog_ring_timeout",
+                            ("stale_answered",): "backlog_stale_answered"}),
+    MetricSpec("quarantined_calls", "gauge",
+               "Poison calls parked in messenger.call_reaper_quarantine, waiting for their backoff.",
+               source={(): "quarantined"}),
+    MetricSpec("last_run_timestamp_seconds", "gauge",
+               "Unix time the last cycle that held the lock finished; 0 if none ever did.",
+               source={(): "last_run_at"}, convert=_epoch),
+    MetricSpec("last_success_timestamp_seconds", "gauge",
+               "Unix time the last completed cycle finished; 0 if none ever did.",
+               source={(): "last_success_at"}, convert=_epoch),
+    MetricSpec("polling_interval_seconds", "gauge",
+               "Configured polling interval of the scheduled job (messenger.call_reaper_settings).",
+               source={(): "polling_interval"}, convert=_seconds),
+)
 
 
 def _families(row: dict | None) -> list[Metric]:
-    """Metric families for one scrape; row None means the database did not answer."""
-    families = _new_families()
-    (up, runs, items, skip_locked, errors, duration, lag, backlog, quarantined, last_run,
-     last_success, interval) = families
-    if row is None:
-        up.add_metric([], 0)
-        return [up]
-
-    up.add_metric([], 1)
-    runs.add_metric(["completed"], row["runs_completed"])
-    runs.add_metric(["skipped"], row["runs_skipped"])
-    runs.add_metric(["failed"], row["runs_failed"])
-    items.add_metric(["missed"], row["items_missed"])
-    items.add_metric(["failed"], row["items_failed"])
-    items.add_metric(["poisoned"], row["items_poisoned"])
-    skip_locked.add_metric([], row["skip_locked"])
-    errors.add_metric([], row["errors"])
-    for family, name in ((duration, "cycle_duration"), (lag, "reap_lag")):
-        # The table keeps cumulative ("le") counts beside fixed bounds; +Inf is the total count.
-        buckets = [(floatToGoString(le), n)
-                   for le, n in zip(row[name + "_bounds"], row[name + "_buckets"], strict=True)]
-        buckets.append(("+Inf", row[name + "_count"]))
-        family.add_metric([], buckets, row[name + "_sum"])
-    backlog.add_metric(["ring_timeout"], row["backlog_ring_timeout"])
-    backlog.add_metric(["stale_answered"], row["backlog_stale_answered"])
-    quarantined.add_metric([], row["quarantined"])
-    last_run.add_metric([], row["last_run_at"].timestamp() if row["last_run_at"] else 0)
-    last_success.add_metric(
-        [], row["last_success_at"].timestamp() if row["last_success_at"] else 0)
-    interval.add_metric([], row["polling_interval"].total_seconds())
+    """Metric families for one scrape; row None means the database did not answer (up 0 only)."""
+    families = []
+    for spec in METRICS:
+        family = spec.family()
+        if spec.source is None:
+            family.add_metric([], 0 if row is None else 1)
+        elif row is None:
+            continue
+        elif spec.type == "histogram":
+            for labels, stem in spec.source.items():
+                # The table keeps cumulative ("le") counts beside fixed bounds; +Inf is the
+                # total count.
+                buckets = [(floatToGoString(le), n)
+                           for le, n in zip(row[stem + "_bounds"], row[stem + "_buckets"], strict=True)]
+                buckets.append(("+Inf", row[stem + "_count"]))
+                family.add_metric(list(labels), buckets, row[stem + "_sum"])
+        else:
+            for labels, column in spec.source.items():
+                family.add_metric(list(labels), spec.convert(row[column]))
+        families.append(family)
     return families
 
 
@@ -143,8 +185,9 @@ class ReaperCollector(Collector):
         self._healthy: bool | None = None
 
     def describe(self) -> Iterator[Metric]:
-        # Registering calls describe(); answering from the empty families keeps it off the DB.
-        yield from _new_families()
+        # Registering calls describe(); answering from the table keeps it off the database.
+        for spec in METRICS:
+            yield spec.family()
 
     def collect(self) -> Iterator[Metric]:
         yield from _families(self.scrape())

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -34,15 +35,32 @@ def samples_of(families) -> Samples:
     return {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples}
 
 
-def sample(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
+class _Frozen(Collector):
+    def __init__(self, families: list) -> None:
+        self._families = families
+
+    def collect(self):
+        return self._families
 
 
-def collect_once(collector) -> Samples:
-    """One scrape of the collector through a private registry (one query)."""
+def snapshot(families) -> CollectorRegistry:
+    """A registry that serves these families as they are: reading it queries nothing again, so
+    two snapshots taken around a reaper cycle can be compared value by value."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Frozen(list(families)))
+    return registry
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, labels)
+
+
+def collect_once(collector) -> CollectorRegistry:
+    """One scrape of the collector (one query) through a registry that describes it first, as
+    the exporter's own does, frozen for get_sample_value."""
     registry = CollectorRegistry(auto_describe=True)
     registry.register(collector)
-    return samples_of(registry.collect())
+    return snapshot(registry.collect())
 
 
 def reap(conn: psycopg.Connection, **args) -> dict:
@@ -95,12 +113,12 @@ class Exporter:
         pytest.fail(f"exporter never logged /{pattern}/ (exit code {self.proc.poll()}):\n"
                     f"{self.log}", pytrace=False)
 
-    def scrape(self, timeout: float = 10) -> tuple[Samples, dict[str, str]]:
-        """One GET /metrics: (samples, {family name: type})."""
+    def scrape(self, timeout: float = 10) -> tuple[CollectorRegistry, dict[str, str]]:
+        """One GET /metrics: (the parsed families frozen for get_sample_value, {family: type})."""
         with urllib.request.urlopen(self.url, timeout=timeout) as response:
             assert response.status == 200
             families = list(text_string_to_metric_families(response.read().decode()))
-        return samples_of(families), {f.name: f.type for f in families}
+        return snapshot(families), {f.name: f.type for f in families}
 
     def stop(self) -> int:
         if self.proc.poll() is None:

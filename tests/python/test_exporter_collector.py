@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from call_reaper_exporter import ReaperCollector
-from exporter_support import LOCK_KEY, MONITOR, collect_once, reap, sample
+from call_reaper_exporter import METRICS, ReaperCollector
+from exporter_support import LOCK_KEY, MONITOR, collect_once, reap, sample, samples_of
 from prometheus_client import CollectorRegistry
 
 P = "messenger_call_reaper_"
@@ -57,6 +57,26 @@ def test_registering_does_not_touch_the_database(conn, monitor_dsn):
     collect_once(collector)
     assert len(set(exporter_backends(conn)) - before) == 1, "collect() does connect"
     collector.close()
+
+
+def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused):
+    """Both come from the one METRICS table: same names, types and help, in the same order."""
+    collector = ReaperCollector(monitor_dsn)
+    described = [(f.name, f.type, f.documentation) for f in collector.describe()]
+    collected = [(f.name, f.type, f.documentation) for f in collector.collect()]
+    collector.close()
+    assert collected == described
+    assert len(described) == len(METRICS) == 12
+
+
+def test_every_metrics_column_feeds_exactly_one_family(conn):
+    """No column of call_reaper_metrics() is left unpublished and no family reads a column that
+    is not there (the SPEC names on both sides)."""
+    columns = {c.name for c in conn.execute(
+        "SELECT * FROM messenger.call_reaper_metrics()").description}
+    read = [column for spec in METRICS for column in spec.columns()]
+    assert len(read) == len(set(read)), "two families read the same column"
+    assert set(read) == columns
 
 
 def test_publishes_real_cycles(conn, make_conn, monitor_dsn, reaper_paused):
@@ -173,8 +193,8 @@ def test_unreachable_database_reports_up_0_only(caplog):
         f"host=127.0.0.1 port={closed_port()} dbname=messenger user={MONITOR} password=x",
         connect_timeout=2)
     with caplog.at_level(logging.WARNING, logger="call_reaper_exporter"):
-        assert collect_once(collector) == {(P + "up", frozenset()): 0}
-        assert collect_once(collector) == {(P + "up", frozenset()): 0}
+        assert samples_of(collect_once(collector).collect()) == {(P + "up", frozenset()): 0}
+        assert samples_of(collect_once(collector).collect()) == {(P + "up", frozenset()): 0}
     # An outage is one warning, not one per scrape.
     assert len(caplog.records) == 1
     assert "OperationalError" in caplog.records[0].getMessage()
@@ -193,7 +213,7 @@ def test_slow_database_reports_up_0_after_statement_timeout_then_recovers(
     slow = collect_once(collector)
     elapsed = time.monotonic() - started
     holder.close()
-    assert slow == {(P + "up", frozenset()): 0}
+    assert samples_of(slow.collect()) == {(P + "up", frozenset()): 0}
     assert "QueryCanceled" in caplog.text
     assert 0.9 < elapsed < 5, f"scrape took {elapsed:.1f} s with a 1 s statement timeout"
     caplog.clear()

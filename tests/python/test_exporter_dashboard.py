@@ -7,7 +7,7 @@ import re
 
 import pytest
 from call_reaper_exporter import ReaperCollector
-from exporter_support import REPO, collect_once, dashboard_queries, sample
+from exporter_support import REPO, collect_once, dashboard_queries, sample, samples_of
 
 P = "messenger_call_reaper_"
 ALERTS = REPO / "monitoring" / "alerts.yml"
@@ -20,7 +20,7 @@ def served(monitor_dsn) -> set[str]:
     samples = collect_once(collector)
     collector.close()
     assert sample(samples, P + "up") == 1, "needs a database that answers"
-    return {name for name, _ in samples}
+    return {name for name, _ in samples_of(samples.collect())}
 
 
 def test_dashboard_queries_only_served_metrics(served):

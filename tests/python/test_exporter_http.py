@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from exporter_support import reap, sample
+from exporter_support import reap, sample, samples_of
 from psycopg.conninfo import conninfo_to_dict
 
 P = "messenger_call_reaper_"
@@ -83,9 +83,9 @@ def test_counters_survive_an_exporter_restart(conn, monitor_dsn, start_exporter,
         before, completed, result="completed") + 1
     assert sample(after, P + "cycle_duration_seconds_count") == sample(
         before, P + "cycle_duration_seconds_count") + 1
-    for name, labels in before:
+    for (name, labels), value in samples_of(before.collect()).items():
         if name.startswith(P) and name.endswith("_total") and name != completed:
-            assert sample(after, name, **dict(labels)) == before[(name, labels)], name
+            assert sample(after, name, **dict(labels)) == value, name
 
 
 def test_unreachable_database_up_0_and_keeps_serving(start_exporter):
@@ -98,7 +98,8 @@ def test_unreachable_database_up_0_and_keeps_serving(start_exporter):
         "--connect-timeout", "2")
     for _ in range(3):
         samples, _ = exporter.scrape()
-        ours = {key: value for key, value in samples.items() if key[0].startswith(P)}
+        ours = {key: value for key, value in samples_of(samples.collect()).items()
+                if key[0].startswith(P)}
         assert ours == {(P + "up", frozenset()): 0}
     assert exporter.proc.poll() is None, "the process keeps running"
     assert exporter.stop() == 0
