@@ -27,7 +27,8 @@
 --     month to `premake` months ahead, plus messenger.call_sessions_default.
 --   * moves the active (Ringing, Answered) calls into the new table, so everything the
 --     reaper and the application update is in place when this transaction commits; the
---     terminal history stays in call_sessions_unpartitioned for step 2 to move in batches.
+--     terminal history stays in call_sessions_unpartitioned for step 2 to move in batches
+--     (without history, the emptied old table is dropped here and step 2 has nothing to do).
 --   * sets pg_partman's retention and schedules its maintenance from pg_cron (job
 --     messenger-call-sessions-partman, daily, run as the table's owner: creating and
 --     detaching partitions needs ownership, which the reaper's job role never has).
@@ -182,10 +183,14 @@ BEGIN
     FOREACH v_sql IN ARRAY v_grants || v_views LOOP
         EXECUTE v_sql;
     END LOOP;
-    -- Whoever reads a view or the table during step 2 sees only the rows already moved; the
-    -- old table keeps the reaper's owner out, as before.
-    RAISE NOTICE 'messenger.call_sessions is now partitioned by month of started_at (pg_partman); % active call(s) moved, history left in messenger.call_sessions_unpartitioned for sql/partition_call_sessions_move.sql',
-        v_moved;
+    IF NOT EXISTS (SELECT FROM messenger.call_sessions_unpartitioned) THEN
+        DROP TABLE messenger.call_sessions_unpartitioned;
+        RAISE NOTICE 'messenger.call_sessions is now partitioned by month of started_at (pg_partman); % active call(s) moved, no history to move',
+            v_moved;
+    ELSE
+        RAISE NOTICE 'messenger.call_sessions is now partitioned by month of started_at (pg_partman); % active call(s) moved, history left in messenger.call_sessions_unpartitioned for sql/partition_call_sessions_move.sql',
+            v_moved;
+    END IF;
 END
 $$;
 

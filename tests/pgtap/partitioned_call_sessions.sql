@@ -6,7 +6,7 @@
 -- party, an idempotent second cycle, the batch limit, a call that landed in the DEFAULT
 -- partition, and an idle cycle that scans no partition sequentially.
 BEGIN;
-SELECT plan(20);
+SELECT plan(21);
 
 -- The script NOTICEs what it did; the TAP stream does not need it.
 SET LOCAL client_min_messages = warning;
@@ -17,6 +17,8 @@ SELECT is((SELECT relkind::text FROM pg_class WHERE oid = 'messenger.call_sessio
           'call_sessions is a partitioned table');
 SELECT is((SELECT pg_get_partkeydef('messenger.call_sessions'::regclass)), 'RANGE (started_at)',
           'call_sessions is range-partitioned by started_at');
+SELECT is(to_regclass('messenger.call_sessions_unpartitioned'), NULL,
+          'a table without history leaves no old table behind for step 2');
 SELECT col_is_pk('messenger', 'call_sessions', ARRAY['call_id', 'started_at'],
                  'the primary key carries the partition key');
 SELECT ok(has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
