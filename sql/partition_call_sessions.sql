@@ -203,9 +203,10 @@ UPDATE partman.part_config
        infinite_time_partitions = true
  WHERE parent_table = 'messenger.call_sessions';
 
--- The table's owner, not a superuser and never messenger_call_reaper: creating, detaching
--- and moving partitions needs ownership of the table, and the reaper's job role must stay
--- able to execute the reaper and nothing more. schedule_in_database exists from pg_cron 1.4.
+-- As the table's owner, never messenger_call_reaper: creating, detaching and moving
+-- partitions needs ownership of the table, and the reaper's job role must stay able to execute
+-- the reaper and nothing more. schedule_in_database exists from pg_cron 1.4 on; a job of the
+-- same name and user is updated, so running this again is harmless.
 SELECT cron.schedule_in_database('messenger-call-sessions-partman', '7 3 * * *',
                                  'CALL partman.run_maintenance_proc(p_jobmon => false)',
                                  current_database(), pg_catalog.pg_get_userbyid(c.relowner)) AS partman_jobid
