@@ -137,6 +137,7 @@ def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, sho
     wait_for(lambda: takeovers(observer, pid), 10, "the warden to record the takeover")
     ((action, reason, role, held_for, signalled),) = takeovers(observer, pid)
     assert (action, reason, signalled) == ("terminated", "lock_ttl", True)
+    assert role == observer.execute("SELECT current_user").fetchone()[0], "a superuser's backend"
     # Counted from the transaction's start: never later than TTL + one warden check (+ load).
     assert TTL_S <= held_for < TTL_S + WARDEN_S + 2
     assert held_busy < TTL_S + WARDEN_S + 10
