@@ -25,8 +25,10 @@ BEGIN;
 -- statement_timeout = 90s for messenger_call_reaper in this database: one minute of ticks plus
 -- one full max run duration. The per-tick guarantee is kept here: a tick is only started while
 -- at least 30 s of the CALL's budget remain, so every cycle gets its full 30 s and the CALL is
--- never cancelled because of the loop itself (the first tick always runs); a cycle stuck past the budget is still cancelled
--- and rolls back whole. When the budget is too short for the remaining ticks it logs a WARNING
+-- never cancelled because of the loop itself (the first tick always runs). The budget does not
+-- bound a single cycle to 30 s (a CALL's timer cannot be re-armed): the lock warden
+-- (run_call_reaper_warden) cancels any scheduled cycle after 30 s, first tick included, and it
+-- rolls back whole. When the budget is too short for the remaining ticks it logs a WARNING
 -- (event=ticks_cut_short) and returns; the next minute's run carries on.
 --
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as

@@ -3,7 +3,8 @@
 -- workers; it gets no password here, so it cannot log in over the network until a DBA says so.
 -- The role settings bound every cycle it runs: statement_timeout is the max run duration
 -- (a function cannot bound its own running statement) and idle_in_transaction_session_timeout
--- is the lock TTL (an idle transaction holding the single-runner lock is terminated).
+-- is the lock TTL (an idle transaction holding the single-runner lock is terminated); the lock
+-- warden (cron/call_reaper_warden) bounds busy holders. It gets nothing of pg_cron.
 
 BEGIN;
 
