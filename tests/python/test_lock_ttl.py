@@ -85,6 +85,18 @@ def test_ttl_applies_to_that_transaction_only(make_conn, short_ttl, reaper_pause
     dba.rollback()
 
 
+@pytest.fixture
+def warden_running(conn):
+    """The warden's CALL is executing. It starts at each minute boundary, so right after a
+    server restart (test_faults) there is none until the next minute: with the default
+    lock_ttl of 1 min that gap cannot matter (a holder cannot be stale before the first run),
+    with this module's 2 s it would."""
+    wait_for(lambda: conn.execute(
+        "SELECT count(*) FROM pg_catalog.pg_stat_activity"
+        " WHERE state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_warden(%%'"
+    ).fetchone()[0] > 0, 75, "the lock warden's CALL to run", interval=0.5)
+
+
 def holder_of_the_lock(conn):
     """(pid, role, seconds since the holder's transaction started, seconds since its statement
     started) of the backend holding the reaper's lock, or None."""
@@ -104,7 +116,7 @@ def takeovers(conn, pid):
 
 
 def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, short_ttl,
-                                                          reaper_paused):
+                                                          reaper_paused, warden_running):
     """Issue 10, reproduction 3: BEGIN; SELECT reap...; SELECT pg_sleep(300) run by hand (here
     as the superuser the tests connect as) used to keep the lock for as long as it liked."""
     (call,) = calls.add([ringing(FUTURE - timedelta(minutes=1))])
@@ -151,7 +163,7 @@ def pg_cron_version(conn):
 
 
 def test_a_stuck_scheduled_cycle_is_cancelled_after_the_max_run(dsn, calls, make_conn,
-                                                               reaper_paused):
+                                                               reaper_paused, warden_running):
     """A scheduled cycle that cannot finish (here: blocked on the outbox by another session)
     is cancelled after 30 s, not after the 90 s of pg_cron 1.4's CALL: on 1.4 this is the first
     tick of the minute; on 1.5+ the job role's own statement_timeout may win the race."""
