@@ -31,9 +31,10 @@ $$;
 
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 
--- Lets the job role read its own cron.job row (pause check) and delete its own
--- cron.job_run_details rows (retention); pg_cron's row-level security hides everyone else's.
-GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
+-- No grant on schema cron to the job role: pg_cron lets any role with USAGE there schedule,
+-- unschedule and alter its own jobs, and this job is owned by that role. The job only needs
+-- EXECUTE on its procedure; pausing lives in messenger.call_reaper_settings.paused and
+-- retention in the deployer's job of cron/call_reaper_purge.
 
 DO $$
 DECLARE

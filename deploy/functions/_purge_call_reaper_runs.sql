@@ -10,8 +10,10 @@ BEGIN;
 -- Locking: the counters row is only written by the holder of the reaper's single-runner lock
 -- (7161124095527313776); when a cycle holds it, nothing is purged (zero counts) and the next
 -- purge catches up. The lock is held to the end of the caller's transaction.
--- SECURITY DEFINER so the job role can purge without DELETE on the ledger; owned by
--- messenger_call_reaper_owner, which already keeps the reaper's state.
+-- SECURITY DEFINER so the caller needs no DELETE on the ledger; owned by
+-- messenger_call_reaper_owner, which already keeps the reaper's state. EXECUTE is granted to
+-- nobody: purge_call_reaper_history, run by the deployer's job messenger-call-reaper-purge or a
+-- DBA, is its only caller. The job role cannot reach it: with any as_of it could wipe the ledger.
 CREATE OR REPLACE FUNCTION messenger._purge_call_reaper_runs(
     p_as_of          timestamptz,
     p_batch_size     integer,
@@ -64,6 +66,5 @@ COMMENT ON FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) IS
     'Private: purges run-ledger rows older than the retention, folding skipped ones into call_reaper_counters.runs_skipped_purged in the same statement.';
 REVOKE ALL ON FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) FROM PUBLIC;
 ALTER FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) OWNER TO messenger_call_reaper_owner;
-GRANT EXECUTE ON FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) TO messenger_call_reaper;
 
 COMMIT;

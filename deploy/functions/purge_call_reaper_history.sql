@@ -9,15 +9,17 @@ BEGIN;
 -- each, oldest first:
 --   * messenger.call_reaper_runs rows that started before as_of - retention (through the
 --     SECURITY DEFINER _purge_call_reaper_runs, which keeps the skipped-run total monotonic);
---   * cron.job_run_details rows of the reaper's role in this database (every job run as
---     messenger_call_reaper, past job ids included) that ended before the same cutoff.
+--   * cron.job_run_details rows in this database of the reaper's role (every job run as
+--     messenger_call_reaper, past job ids included) and of the purge job itself
+--     (messenger-call-reaper-purge) that ended before the same cutoff.
 -- Returns the cutoff and the counts. Idempotent: a second call finds nothing older.
--- Run hourly by messenger.run_call_reaper_ticks(); a DBA may run it by hand.
+-- Run hourly by the pg_cron job messenger-call-reaper-purge, which belongs to the role that
+-- deployed the reaper (cron/call_reaper_purge); a DBA may run it by hand.
 --
--- SECURITY INVOKER on purpose: as the job role it deletes run details through pg_cron's own
--- row-level security (a role sees and deletes only its own rows; PUBLIC has DELETE on the
--- table), so no role needs DELETE on anyone else's job history. Run by a superuser (who
--- bypasses row-level security) the explicit username filter keeps it to the reaper's rows.
+-- SECURITY INVOKER on purpose, and not executable by the job role: with an arbitrary as_of it
+-- wipes history, so only its caller's own rights decide. pg_cron's row-level security shows a
+-- role only its own run details; the deployer is a superuser (it schedules jobs for other
+-- roles) and bypasses it, so the explicit filter keeps the delete to the reaper's rows.
 CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
     as_of      timestamptz DEFAULT NULL,
     batch_size integer     DEFAULT 10000)
@@ -35,7 +37,9 @@ BEGIN
         DELETE FROM cron.job_run_details AS d
          WHERE d.runid IN (SELECT o.runid
                              FROM cron.job_run_details AS o
-                            WHERE o.username = 'messenger_call_reaper'
+                            WHERE (o.username = 'messenger_call_reaper'
+                                   OR o.jobid IN (SELECT j.jobid FROM cron.job AS j
+                                                   WHERE j.jobname = 'messenger-call-reaper-purge'))
                               AND o.database = current_database()
                               AND coalesce(o.end_time, o.start_time) < cutoff
                             ORDER BY o.runid
@@ -49,10 +53,9 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) IS
-$$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper role's cron.job_run_details. Runs hourly from the scheduled job. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
+$$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper's cron.job_run_details. Runs hourly from the deployer's pg_cron job messenger-call-reaper-purge. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
 
 REVOKE ALL ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) FROM PUBLIC;
 ALTER FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) OWNER TO messenger_call_reaper_owner;
-GRANT EXECUTE ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) TO messenger_call_reaper;
 
 COMMIT;

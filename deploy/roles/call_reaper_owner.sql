@@ -5,14 +5,18 @@
 
 BEGIN;
 
+-- A role this deploy creates carries a marker naming the database in its comment; revert drops
+-- only such a role (created here), never one that existed before and was adopted.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_call_reaper_owner') THEN
         CREATE ROLE messenger_call_reaper_owner NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+        EXECUTE pg_catalog.format('COMMENT ON ROLE messenger_call_reaper_owner IS %L',
+            'Owns messenger.reap_call_timeouts (SECURITY DEFINER); holds only the privileges the reaper needs. Created by the call_timeout_reaper deploy in database '
+            || pg_catalog.current_database() || '.');
     END IF;
 END
 $$;
-COMMENT ON ROLE messenger_call_reaper_owner IS 'Owns messenger.reap_call_timeouts (SECURITY DEFINER); holds only the privileges the reaper needs.';
 GRANT USAGE ON SCHEMA messenger TO messenger_call_reaper_owner;
 
 COMMIT;

@@ -14,7 +14,8 @@ CREATE TABLE messenger.call_reaper_settings (
     lock_ttl           interval NOT NULL DEFAULT '1 minute',
     poison_backoff     interval NOT NULL DEFAULT '1 minute',
     poison_backoff_max interval NOT NULL DEFAULT '1 hour',
-    retention          interval NOT NULL DEFAULT '7 days'
+    retention          interval NOT NULL DEFAULT '168 hours',
+    paused             boolean  NOT NULL DEFAULT false
 );
 
 COMMENT ON TABLE messenger.call_reaper_settings IS
@@ -27,6 +28,8 @@ COMMENT ON COLUMN messenger.call_reaper_settings.lock_ttl IS 'Longest a transact
 COMMENT ON COLUMN messenger.call_reaper_settings.poison_backoff IS 'First retry delay of a quarantined (poison) call; doubles per failure.';
 COMMENT ON COLUMN messenger.call_reaper_settings.poison_backoff_max IS 'Longest retry delay of a quarantined call.';
 COMMENT ON COLUMN messenger.call_reaper_settings.retention IS 'How long run history is kept.';
+COMMENT ON COLUMN messenger.call_reaper_settings.paused IS
+    'True: the scheduled job runs no cycle (messenger.pause_call_reaper / resume_call_reaper).';
 
 CREATE FUNCTION messenger._call_reaper_settings_guard()
 RETURNS trigger
@@ -38,25 +41,19 @@ BEGIN
         RAISE EXCEPTION 'messenger.call_reaper_settings must keep its one row'
             USING ERRCODE = '55000', HINT = 'UPDATE the option instead.';
     END IF;
+    -- Every duration follows one rule (messenger._check_reaper_duration): hours, minutes and
+    -- seconds only, so its length is the same on every date and in every time zone.
     PERFORM messenger._check_reaper_options(NEW.batch_size, NEW.ring_timeout, NEW.stale_timeout);
-    IF NEW.polling_interval < interval '1 second' OR NEW.polling_interval > interval '1 hour' THEN
-        RAISE EXCEPTION 'polling_interval must be between 1 second and 1 hour, got %', NEW.polling_interval
-            USING ERRCODE = '22023';
-    END IF;
-    IF NEW.lock_ttl < interval '1 second' OR NEW.lock_ttl > interval '1 hour' THEN
-        RAISE EXCEPTION 'lock_ttl must be between 1 second and 1 hour, got %', NEW.lock_ttl
-            USING ERRCODE = '22023';
-    END IF;
-    IF NEW.poison_backoff <= interval '0' OR NEW.poison_backoff > NEW.poison_backoff_max
-       OR NEW.poison_backoff_max > interval '7 days' THEN
-        RAISE EXCEPTION 'poison_backoff must be greater than 0 and at most poison_backoff_max (at most 7 days), got % and %',
-            NEW.poison_backoff, NEW.poison_backoff_max
-            USING ERRCODE = '22023';
-    END IF;
-    IF NEW.retention < interval '1 hour' THEN
-        RAISE EXCEPTION 'retention must be at least 1 hour, got %', NEW.retention
-            USING ERRCODE = '22023';
-    END IF;
+    PERFORM messenger._check_reaper_duration('polling_interval', NEW.polling_interval,
+                                             interval '1 second', interval '1 hour');
+    PERFORM messenger._check_reaper_duration('lock_ttl', NEW.lock_ttl,
+                                             interval '1 second', interval '1 hour');
+    PERFORM messenger._check_reaper_duration('poison_backoff_max', NEW.poison_backoff_max,
+                                             interval '0.000001 seconds', interval '168 hours');
+    PERFORM messenger._check_reaper_duration('poison_backoff', NEW.poison_backoff,
+                                             interval '0.000001 seconds', NEW.poison_backoff_max);
+    PERFORM messenger._check_reaper_duration('retention', NEW.retention,
+                                             interval '1 hour', interval '87600 hours');
     RETURN NEW;
 END
 $$;

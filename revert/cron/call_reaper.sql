@@ -14,6 +14,4 @@ BEGIN
 END
 $$;
 
-REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
-
 COMMIT;

@@ -3,12 +3,13 @@
 -- (purged skipped rows are folded into runs_skipped_purged). Times are in 2000, long before
 -- any real run, so live history is never in the way.
 BEGIN;
-SELECT plan(15);
+SELECT plan(16);
 
 SELECT ok(NOT has_function_privilege('public', 'messenger.purge_call_reaper_history(timestamptz, integer)', 'EXECUTE'),
           'PUBLIC may not purge reaper history');
-SELECT ok(has_function_privilege('messenger_call_reaper', 'messenger.purge_call_reaper_history(timestamptz, integer)', 'EXECUTE'),
-          'the job role may purge reaper history');
+SELECT ok(NOT has_function_privilege('messenger_call_reaper', 'messenger.purge_call_reaper_history(timestamptz, integer)', 'EXECUTE')
+          AND NOT has_function_privilege('messenger_call_reaper', 'messenger._purge_call_reaper_runs(timestamptz, integer)', 'EXECUTE'),
+          'the job role may not purge history (with any cutoff it could wipe the ledger)');
 
 -- retention 7 days, as_of 2000-01-08 -> cutoff 2000-01-01 00:00.
 INSERT INTO messenger.call_reaper_runs
@@ -63,18 +64,19 @@ SELECT results_eq($$SELECT runs_purged, job_run_details_purged FROM messenger.pu
 SELECT throws_ok($$SELECT * FROM messenger.purge_call_reaper_history(as_of => 'infinity')$$, '22023', NULL,
     'an infinite as_of is refused with 22023');
 
--- As the job role (how the scheduled job runs it): pg_cron's row-level security plus PUBLIC's
--- DELETE on the table is all it needs, and it reaches only its own rows.
+-- The deployer's hourly job runs the purge; its own old run details go too, another role's stay.
+SELECT is((SELECT command FROM cron.job WHERE jobname = 'messenger-call-reaper-purge' AND username <> 'messenger_call_reaper'),
+          'SELECT * FROM messenger.purge_call_reaper_history()',
+          'the hourly purge job belongs to the deployer, not to the job role');
 INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message, start_time, end_time)
-VALUES (NULL, current_database(), 'messenger_call_reaper', 'y', 'succeeded', 'CALL', '1999-12-29 00:00+00', '1999-12-29 00:00:45+00'),
-       (NULL, current_database(), current_user, 'y', 'succeeded', 'SELECT', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00');
-SET LOCAL ROLE messenger_call_reaper;
+VALUES ((SELECT jobid FROM cron.job WHERE jobname = 'messenger-call-reaper-purge'), current_database(), current_user,
+        'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00'),
+       (NULL, current_database(), current_user, 'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00');
 CREATE TEMP TABLE p3 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00');
-RESET ROLE;
 SELECT is((SELECT job_run_details_purged FROM p3), 1::bigint,
-          'run as the job role, the purge removes the role''s own old run detail');
-SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE command = 'y' AND username <> 'messenger_call_reaper'),
-          1, 'run as the job role, the purge cannot touch another role''s history');
+          'the purge removes the purge job''s own old run detail');
+SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE command = 'y'),
+          1, 'the purge leaves another job''s history alone');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -2,7 +2,7 @@
 -- superuser), CALLing an invoker procedure that can COMMIT; on pg_cron 1.4 the job role gets a
 -- statement_timeout in this database that covers a minute of ticks.
 BEGIN;
-SELECT plan(16);
+SELECT plan(18);
 
 SELECT is((SELECT count(*)::integer FROM cron.job
             WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper'),
@@ -38,6 +38,11 @@ SELECT ok(NOT has_table_privilege('messenger_call_reaper', 'messenger.call_sessi
           'the job role still cannot read calls directly');
 SELECT ok(NOT has_function_privilege('messenger_call_reaper', 'cron.alter_job(bigint, text, text, text, text, boolean)', 'EXECUTE'),
           'the job role cannot alter (resume or reschedule) jobs');
+SELECT ok(NOT has_schema_privilege('messenger_call_reaper', 'cron', 'USAGE'),
+          'the job role has no access to schema cron: it cannot schedule, unschedule or alter any job');
+SELECT ok(has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'paused', 'SELECT')
+          AND NOT has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'paused', 'UPDATE'),
+          'the job role reads the pause flag and cannot change it');
 
 -- pg_db_role_setting: the role-wide 30 s stays; only this database gets the tick budget.
 SELECT is((SELECT s.setconfig FROM pg_db_role_setting AS s

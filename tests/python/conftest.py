@@ -105,37 +105,25 @@ REAPER_LOCK_KEY = 7161124095527313776
 
 
 def set_reaper_job_active(conn: psycopg.Connection, active: bool) -> bool:
-    """Pause or resume the scheduled reaper job; returns whether it was active before."""
-    row = conn.execute(
-        "SELECT j.jobid, j.active FROM cron.job AS j WHERE j.jobname = %s AND j.username = %s",
-        (REAPER_JOB, REAPER_ROLE),
-    ).fetchone()
-    if row is None:
-        pytest.fail(f"pg_cron job {REAPER_JOB} is not scheduled: run `sqitch deploy` first", pytrace=False)
-    jobid, was_active = row
-    # Only on a change: pg_cron 1.4 treats any alter_job of a job with a run in flight as a
-    # cancellation of that run's task (it stops tracking it while the worker carries on).
-    if was_active != active:
-        conn.execute("SELECT cron.alter_job(%s, active => %s)", (jobid, active))
-    return was_active
+    """Resume or pause the scheduled reaper with its SQL verbs; returns whether it ran before."""
+    verb = "resume_call_reaper" if active else "pause_call_reaper"
+    changed = conn.execute(f"SELECT messenger.{verb}()").fetchone()[0]
+    # resume returns true when it was paused; pause returns true when it was running.
+    return changed != active
 
 
 def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
     """Wait until no CALL of the reaper job is executing and nobody holds the reaper's lock.
 
-    The truth is pg_stat_activity, not cron.job_run_details: pg_cron 1.4 may mark a run of a
-    job altered mid-run as finished while its worker is still executing. A paused job's CALL
-    returns within about a second (it re-reads cron.job.active while it sleeps and before every
-    tick); a worker the scheduler launched just before the pause sees it before its first
-    cycle. Then take and drop the single-runner lock: that waits for a cycle run by hand.
+    messenger.call_reaper_status() counts the job's CALLs in pg_stat_activity (not
+    cron.job_run_details, which pg_cron 1.4 may close early). A paused reaper's CALL returns
+    within about a second (it re-reads settings.paused while it sleeps and before every tick).
+    Then take and drop the single-runner lock: that waits for a cycle run by hand.
     """
     deadline = time.monotonic() + timeout
     while True:
         in_flight = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE usename = %s AND state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_ticks(%%'",
-            (REAPER_ROLE,),
-        ).fetchone()[0]
+            "SELECT job_calls_in_flight FROM messenger.call_reaper_status()").fetchone()[0]
         if in_flight == 0:
             break
         if time.monotonic() > deadline:

@@ -50,11 +50,10 @@ OWNER_PRIVILEGES = {
     ("call_reaper_quarantine", "UPDATE", None),
     ("call_reaper_quarantine", "DELETE", None),
 }
-# The job role runs the reaper and the job's own entry points (the pg_cron tick procedure
-# and history purge); the only data it may read is the polling interval.
-JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks", "purge_call_reaper_history",
-                "_purge_call_reaper_runs"}
-JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval"}))}
+# The job role runs the reaper and the pg_cron tick procedure; the only data it may read is
+# the polling interval and the pause flag. No purge (any cutoff would wipe history), no cron.
+JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks"}
+JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "paused"}))}
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
           "call_reaper_counters", "call_reaper_quarantine"]
 
@@ -166,6 +165,36 @@ def test_job_role_runs_the_reaper_and_nothing_else(conn, login, calls, reaper_pa
             assert not conn.execute("SELECT has_function_privilege(%s, %s, 'EXECUTE')",
                                     [JOB_ROLE, signature]).fetchone()[0]
     assert call_rows(conn, [call["call_id"]])[call["call_id"]]["status"] == "Missed"
+
+
+def test_job_role_cannot_touch_its_job_or_purge_history(conn, login):
+    """Issue 10, reproduction 2: as messenger_call_reaper, every way to stop, rewrite or add
+    a job, and every purge, fails with 42501; the job and the history are unchanged."""
+    before = job(conn)
+    assert before is not None, f"pg_cron job {JOB_NAME} is not scheduled"
+    jobs_before = conn.execute("SELECT count(*) FROM cron.job").fetchone()[0]
+    ledger_before = conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
+    paused_before = conn.execute("SELECT paused FROM messenger.call_reaper_settings").fetchone()[0]
+    attempts = [
+        ("SELECT cron.unschedule(%s)", [JOB_NAME]),
+        ("SELECT cron.unschedule(%s::bigint)", [before["jobid"]]),
+        ("SELECT cron.schedule(%s, '* * * * *', 'SELECT 1')", [JOB_NAME]),
+        ("SELECT cron.schedule('reaper-test-own-job', '* * * * *', 'SELECT 1')", []),
+        ("SELECT cron.alter_job(%s, active => false)", [before["jobid"]]),
+        ("SELECT * FROM cron.job", []),
+        ("SELECT * FROM messenger.purge_call_reaper_history(as_of => '9999-12-31')", []),
+        ("SELECT * FROM messenger._purge_call_reaper_runs('9999-12-31', 1000000)", []),
+        ("SELECT messenger.pause_call_reaper()", []),
+        ("UPDATE messenger.call_reaper_settings SET paused = true", []),
+    ]
+    with login(JOB_ROLE) as job_conn:
+        for statement, args in attempts:
+            with pytest.raises(errors.InsufficientPrivilege):
+                job_conn.execute(statement, args)
+    assert job(conn) == before, "the job is unchanged"
+    assert conn.execute("SELECT count(*) FROM cron.job").fetchone()[0] == jobs_before
+    assert conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0] >= ledger_before
+    assert conn.execute("SELECT paused FROM messenger.call_reaper_settings").fetchone()[0] == paused_before
 
 
 def first_column(conn, table):

@@ -8,13 +8,18 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT j FROM cron.job
      WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper';
-    ASSERT j.command = 'CALL messenger.run_call_reaper_ticks()',
-        'the reaper job must CALL messenger.run_call_reaper_ticks()';
-    ASSERT j.database = current_database(), 'the reaper job must run in this database';
-    ASSERT NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = j.username),
-        'the reaper job must not run as a superuser';
-    ASSERT pg_catalog.has_schema_privilege('messenger_call_reaper', 'cron', 'USAGE'),
-        'messenger_call_reaper must be able to read its own cron.job row';
+    IF NOT coalesce(j.command = 'CALL messenger.run_call_reaper_ticks()', false) THEN
+        RAISE EXCEPTION 'the reaper job must CALL messenger.run_call_reaper_ticks()';
+    END IF;
+    IF NOT coalesce(j.database = current_database(), false) THEN
+        RAISE EXCEPTION 'the reaper job must run in this database';
+    END IF;
+    IF NOT coalesce(NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = j.username), false) THEN
+        RAISE EXCEPTION 'the reaper job must not run as a superuser';
+    END IF;
+    IF pg_catalog.has_schema_privilege('messenger_call_reaper', 'cron', 'USAGE') THEN
+        RAISE EXCEPTION 'messenger_call_reaper must not reach schema cron (it could unschedule or rewrite its job)';
+    END IF;
 END
 $$;
 

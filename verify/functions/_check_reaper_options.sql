@@ -12,6 +12,12 @@ BEGIN
     EXCEPTION WHEN invalid_parameter_value THEN
         NULL;
     END;
+    BEGIN
+        PERFORM messenger._check_reaper_options(200, interval '1 day', interval '2 hours');
+        RAISE EXCEPTION 'a ring_timeout with a day part was accepted';
+    EXCEPTION WHEN invalid_parameter_value THEN
+        NULL;
+    END;
 END
 $$;
 

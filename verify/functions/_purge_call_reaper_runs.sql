@@ -8,12 +8,21 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT f FROM pg_catalog.pg_proc
      WHERE oid = 'messenger._purge_call_reaper_runs(timestamptz, integer)'::regprocedure;
-    ASSERT f.prosecdef, '_purge_call_reaper_runs must be SECURITY DEFINER';
-    ASSERT f.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], '_purge_call_reaper_runs must pin search_path';
-    ASSERT pg_catalog.pg_get_userbyid(f.proowner) = 'messenger_call_reaper_owner',
-        '_purge_call_reaper_runs must be owned by messenger_call_reaper_owner';
-    ASSERT NOT pg_catalog.has_function_privilege('public', f.oid, 'EXECUTE'),
-        'PUBLIC must not be able to purge the run ledger';
+    IF NOT coalesce(f.prosecdef, false) THEN
+        RAISE EXCEPTION '_purge_call_reaper_runs must be SECURITY DEFINER';
+    END IF;
+    IF NOT coalesce(f.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false) THEN
+        RAISE EXCEPTION '_purge_call_reaper_runs must pin search_path';
+    END IF;
+    IF NOT coalesce(pg_catalog.pg_get_userbyid(f.proowner) = 'messenger_call_reaper_owner', false) THEN
+        RAISE EXCEPTION '_purge_call_reaper_runs must be owned by messenger_call_reaper_owner';
+    END IF;
+    IF NOT coalesce(NOT pg_catalog.has_function_privilege('public', f.oid, 'EXECUTE'), false) THEN
+        RAISE EXCEPTION 'PUBLIC must not be able to purge the run ledger';
+    END IF;
+    IF pg_catalog.has_function_privilege('messenger_call_reaper', f.oid, 'EXECUTE') THEN
+        RAISE EXCEPTION 'messenger_call_reaper must not be able to purge the ledger';
+    END IF;
 END
 $$;
 

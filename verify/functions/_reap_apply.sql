@@ -4,12 +4,14 @@ BEGIN;
 
 DO $$
 BEGIN
-    ASSERT pg_catalog.has_function_privilege('messenger_call_reaper_owner',
-        'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)', 'EXECUTE'),
-        '_reap_apply must be executable by its owner';
-    ASSERT NOT pg_catalog.has_function_privilege('public',
-        'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)', 'EXECUTE'),
-        '_reap_apply must not be executable by PUBLIC';
+    IF NOT coalesce(pg_catalog.has_function_privilege('messenger_call_reaper_owner',
+           'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)', 'EXECUTE'), false) THEN
+        RAISE EXCEPTION '_reap_apply must be executable by its owner';
+    END IF;
+    IF NOT coalesce(NOT pg_catalog.has_function_privilege('public',
+           'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)', 'EXECUTE'), false) THEN
+        RAISE EXCEPTION '_reap_apply must not be executable by PUBLIC';
+    END IF;
 END
 $$;
 

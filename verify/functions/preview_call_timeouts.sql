@@ -8,10 +8,15 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT f FROM pg_catalog.pg_proc
      WHERE oid = 'messenger.preview_call_timeouts(integer, interval, interval, timestamptz)'::regprocedure;
-    ASSERT f.provolatile = 's', 'preview_call_timeouts must be STABLE (it changes nothing)';
-    ASSERT NOT f.prosecdef, 'preview_call_timeouts must run with the caller''s rights';
-    ASSERT NOT pg_catalog.has_function_privilege('public', f.oid, 'EXECUTE'),
-        'PUBLIC must not be able to preview calls';
+    IF NOT coalesce(f.provolatile = 's', false) THEN
+        RAISE EXCEPTION 'preview_call_timeouts must be STABLE (it changes nothing)';
+    END IF;
+    IF NOT coalesce(NOT f.prosecdef, false) THEN
+        RAISE EXCEPTION 'preview_call_timeouts must run with the caller''s rights';
+    END IF;
+    IF NOT coalesce(NOT pg_catalog.has_function_privilege('public', f.oid, 'EXECUTE'), false) THEN
+        RAISE EXCEPTION 'PUBLIC must not be able to preview calls';
+    END IF;
 END
 $$;
 

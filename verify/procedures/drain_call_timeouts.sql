@@ -8,11 +8,15 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT p FROM pg_catalog.pg_proc
      WHERE oid = 'messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint)'::regprocedure;
-    ASSERT p.prokind = 'p', 'drain_call_timeouts must be a procedure';
-    ASSERT NOT p.prosecdef AND p.proconfig IS NULL,
-        'drain_call_timeouts must be SECURITY INVOKER with no SET clause (it COMMITs)';
-    ASSERT NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE'),
-        'PUBLIC must not be able to drain';
+    IF NOT coalesce(p.prokind = 'p', false) THEN
+        RAISE EXCEPTION 'drain_call_timeouts must be a procedure';
+    END IF;
+    IF NOT coalesce(NOT p.prosecdef AND p.proconfig IS NULL, false) THEN
+        RAISE EXCEPTION 'drain_call_timeouts must be SECURITY INVOKER with no SET clause (it COMMITs)';
+    END IF;
+    IF NOT coalesce(NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE'), false) THEN
+        RAISE EXCEPTION 'PUBLIC must not be able to drain';
+    END IF;
 END
 $$;
 

@@ -7,8 +7,9 @@ DECLARE
     r pg_catalog.pg_roles;
 BEGIN
     SELECT * INTO STRICT r FROM pg_catalog.pg_roles WHERE rolname = 'messenger_call_reaper_monitor';
-    ASSERT r.rolcanlogin AND NOT r.rolsuper AND NOT r.rolcreaterole AND NOT r.rolbypassrls,
-        'messenger_call_reaper_monitor must be a LOGIN role without privileges';
+    IF NOT coalesce(r.rolcanlogin AND NOT r.rolsuper AND NOT r.rolcreaterole AND NOT r.rolbypassrls, false) THEN
+        RAISE EXCEPTION 'messenger_call_reaper_monitor must be a LOGIN role without privileges';
+    END IF;
 END
 $$;
 

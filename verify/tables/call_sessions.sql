@@ -9,12 +9,14 @@ SELECT call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
 
 DO $$
 BEGIN
-    ASSERT (SELECT count(*) FROM pg_catalog.pg_constraint
-             WHERE conrelid = 'messenger.call_sessions'::regclass AND contype = 'c') >= 7,
-        'call_sessions lost its invariant constraints';
-    ASSERT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
-       AND NOT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'caller_user_id', 'UPDATE'),
-        'messenger_call_reaper_owner must update only the transition columns';
+    IF NOT coalesce((SELECT count(*) FROM pg_catalog.pg_constraint
+                WHERE conrelid = 'messenger.call_sessions'::regclass AND contype = 'c') >= 7, false) THEN
+        RAISE EXCEPTION 'call_sessions lost its invariant constraints';
+    END IF;
+    IF NOT coalesce(pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
+          AND NOT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'caller_user_id', 'UPDATE'), false) THEN
+        RAISE EXCEPTION 'messenger_call_reaper_owner must update only the transition columns';
+    END IF;
 END
 $$;
 

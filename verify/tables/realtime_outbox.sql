@@ -8,9 +8,10 @@ SELECT id, kind, target_kind, target_id, reference_id, payload, correlation_id, 
 
 DO $$
 BEGIN
-    ASSERT (SELECT i.indisunique FROM pg_catalog.pg_index i
-             WHERE i.indexrelid = 'messenger.ux_realtime_outbox_call_event'::regclass),
-        'ux_realtime_outbox_call_event must be unique';
+    IF NOT coalesce((SELECT i.indisunique FROM pg_catalog.pg_index i
+                WHERE i.indexrelid = 'messenger.ux_realtime_outbox_call_event'::regclass), false) THEN
+        RAISE EXCEPTION 'ux_realtime_outbox_call_event must be unique';
+    END IF;
 END
 $$;
 

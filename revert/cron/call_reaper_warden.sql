@@ -1,0 +1,10 @@
+-- Revert call_timeout_reaper:cron/call_reaper_warden from pg
+-- By job id and name, whoever scheduled it: the reverting role may differ from the deployer.
+
+BEGIN;
+
+SELECT cron.unschedule(j.jobid)
+  FROM cron.job AS j
+ WHERE j.jobname = 'messenger-call-reaper-warden' AND j.database = current_database();
+
+COMMIT;

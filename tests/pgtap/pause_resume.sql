@@ -1,0 +1,39 @@
+-- Pausing and resuming are SQL verbs on the reaper's own state (settings.paused), which the
+-- job's procedure reads; no pg_cron right is involved. call_reaper_status() shows it all.
+BEGIN;
+SELECT plan(14);
+
+SELECT has_function('messenger', 'pause_call_reaper', ARRAY[]::text[], 'messenger.pause_call_reaper() exists');
+SELECT has_function('messenger', 'resume_call_reaper', ARRAY[]::text[], 'messenger.resume_call_reaper() exists');
+SELECT has_function('messenger', 'call_reaper_status', ARRAY[]::text[], 'messenger.call_reaper_status() exists');
+SELECT ok(NOT has_function_privilege('messenger_call_reaper', 'messenger.pause_call_reaper()', 'EXECUTE')
+          AND NOT has_function_privilege('messenger_call_reaper', 'messenger.resume_call_reaper()', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'messenger.pause_call_reaper()', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'messenger.resume_call_reaper()', 'EXECUTE')
+          AND NOT has_function_privilege('public', 'messenger.call_reaper_status()', 'EXECUTE'),
+          'neither PUBLIC nor the job role may pause, resume or read the status');
+
+-- The test harness runs pgTAP with the reaper paused (scripts/reaper-job pause).
+UPDATE messenger.call_reaper_settings SET paused = false;
+SELECT is((SELECT paused FROM messenger.call_reaper_status()), false, 'status shows a running reaper');
+SELECT is(messenger.pause_call_reaper(), true, 'pause pauses a running reaper and says so');
+SELECT is((SELECT paused FROM messenger.call_reaper_settings), true, 'the flag is in the reaper''s settings');
+SELECT is(messenger.pause_call_reaper(), false, 'pausing again changes nothing and says so');
+SELECT is((SELECT paused FROM messenger.call_reaper_status()), true, 'status shows the pause');
+SELECT is((SELECT job_active FROM messenger.call_reaper_status()), true,
+          'the pg_cron job itself is untouched (pg_cron keeps launching it; its CALL returns at once)');
+SELECT is(messenger.resume_call_reaper(), true, 'resume resumes a paused reaper and says so');
+SELECT is(messenger.resume_call_reaper(), false, 'resuming again changes nothing and says so');
+
+-- A paused reaper's procedure returns before its first cycle: no run is recorded.
+SELECT messenger.pause_call_reaper();
+CREATE TEMP TABLE runs_before AS SELECT count(*) AS n FROM messenger.call_reaper_runs;
+CALL messenger.run_call_reaper_ticks();
+SELECT is((SELECT count(*) FROM messenger.call_reaper_runs), (SELECT n FROM runs_before),
+          'the job''s procedure runs no cycle while paused');
+SELECT is((SELECT s.job_scheduled AND s.schedule IS NOT NULL AND s.polling_interval = interval '15 seconds'
+             FROM messenger.call_reaper_status() AS s), true,
+          'status shows the job, its schedule and the polling interval');
+
+SELECT * FROM finish();
+ROLLBACK;

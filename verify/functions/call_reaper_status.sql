@@ -1,0 +1,19 @@
+-- Verify call_timeout_reaper:functions/call_reaper_status on pg
+
+BEGIN;
+
+DO $$
+DECLARE
+    v record;
+BEGIN
+    SELECT * INTO STRICT v FROM messenger.call_reaper_status();
+    IF NOT coalesce(v.job_scheduled, false) THEN
+        RAISE EXCEPTION 'call_reaper_status does not see the job messenger-call-timeout-reaper';
+    END IF;
+    IF pg_catalog.has_function_privilege('public', 'messenger.call_reaper_status()', 'EXECUTE') THEN
+        RAISE EXCEPTION 'PUBLIC must not be able to execute call_reaper_status';
+    END IF;
+END
+$$;
+
+ROLLBACK;
