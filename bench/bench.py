@@ -340,16 +340,21 @@ class Bench:
         have_pgss = self.statements_reset()
         log0 = self.log_size()
         lsn0 = a.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        # MultiXacts created: a row locked in one (sub)transaction and updated in another gets
+        # one. The age of datminmxid grows by one per MultiXact (autovacuum is off meanwhile).
+        mx = "SELECT mxid_age(datminmxid) FROM pg_database WHERE datname = current_database()"
+        mx0 = a.execute(mx).fetchone()[0]
         r = fn()
         r["wal"] = a.execute("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn", (lsn0,)).fetchone()[0]
+        r["multixacts"] = a.execute(mx).fetchone()[0] - mx0
         log1 = self.log_size()
         r["log"] = None if log0 is None else log1 - log0
-        r["buffers"] = None
+        r["buffers"] = r["exec_ms"] = None
         if have_pgss:
-            r["buffers"] = a.execute(
-                "SELECT sum(shared_blks_hit + shared_blks_read) FROM pg_stat_statements"
+            r["buffers"], r["exec_ms"] = a.execute(
+                "SELECT sum(shared_blks_hit + shared_blks_read), sum(total_exec_time) FROM pg_stat_statements"
                 " WHERE toplevel AND query NOT LIKE '%%pg_current_wal_insert_lsn%%'"
-                "   AND query NOT LIKE '%%pg_stat_statements%%'").fetchone()[0]
+                "   AND query NOT LIKE '%%pg_stat_statements%%'").fetchone()
         return r
 
     def per_call(self, r: dict, key: str) -> float:
@@ -374,7 +379,20 @@ class Bench:
             c.execute("SET plan_cache_mode = force_generic_plan")
             c.execute("PREPARE bench_apply (text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) AS " + stmt)
             c.commit()  # the SET must outlive the rollbacks below
+            phase_src = (REPO / "deploy" / "functions" / "_reap_phase.sql").read_text()
             for phase, (claim, cutoff, timeout, key) in claims.items():
+                # The phase's claim-and-count statement as deployed, with its generic plan too.
+                block = phase_src.split(f"p_phase = '{phase}' THEN\n", 1)[1]
+                cstmt = block.split(";\n", 1)[0].replace("          INTO v_ids, v_started, v_due, skipped_locked\n", "")
+                for i, name in enumerate(("v_cutoff", "p_as_of", "p_batch_size", "p_timeout"), 1):
+                    cstmt = re.sub(rf"\b{name}\b", f"${i}", cstmt)
+                c.execute(f"PREPARE bench_claim_{phase} (timestamptz, timestamptz, integer, interval) AS " + cstmt)
+                plan = c.execute(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{phase}"
+                                 " (%s::timestamptz, %s::timestamptz, %s::integer, %s::interval)",
+                                 (cutoff, AS_OF, batch, timeout)).fetchall()
+                print(f"\nEXPLAIN (ANALYZE, BUFFERS) of _reap_phase's claim-and-count statement, generic plan, {phase}:")
+                for (line,) in plan:
+                    print("  " + line)
                 claim_k = claim.replace("SELECT call_id,", f"SELECT {key} AS due_key, call_id,")
                 rows = c.execute(claim_k, (cutoff, batch)).fetchall()
                 ids = [r[1] for r in rows]
@@ -561,7 +579,7 @@ class Bench:
                         other[wtype] = other.get(wtype, 0) + 1
                 time.sleep(self.args.sample_ms / 1000)
 
-    def product_run(self, label: str, drain: bool) -> None:
+    def product_run(self, label: str, drain: bool, pause_ms: float = 0.0) -> None:
         ringing = self.args.backlog // 2
         self.reset_recent(ringing, self.args.backlog - ringing, self.args.live)
         stop = threading.Event()
@@ -592,6 +610,8 @@ class Bench:
                         if missed + failed == 0:
                             break
                         cycle_ms.append((time.perf_counter() - t1) * 1000)
+                        if pause_ms:
+                            time.sleep(pause_ms / 1000)
             else:
                 time.sleep(self.args.product_seconds)
             wall = time.perf_counter() - t0
@@ -786,6 +806,9 @@ class Bench:
                 if "product" in parts:
                     self.product_run("alone", drain=False)
                     self.product_run(f"during a {self.args.backlog:,}-call drain at batch {self.args.batches[0]}", drain=True)
+                    if self.args.drain_pause_ms:
+                        self.product_run(f"during a drain pausing {self.args.drain_pause_ms:g} ms between cycles",
+                                         drain=True, pause_ms=self.args.drain_pause_ms)
                 if "after-drain" in parts:
                     self.run_after_drain()
         self.total_s = time.perf_counter() - t_start
@@ -822,17 +845,21 @@ class Bench:
                          f", {a.rounds} round(s) at batch {b0} (median), peer@{b0} in {min(a.peer_rounds, a.rounds)},"
                          f" other batch sizes in 1")
             lines.append("")
-            lines.append("| contestant | runs | calls/s | cycles | ms per cycle | vs peer (same batch) | vs bound "
-                         "| WAL B/call | log B/call | buffers/call |")
-            lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            lines.append("| contestant | runs | calls/s | cycles | ms per cycle | executor ms per cycle | vs peer (same batch) "
+                         "| vs bound | WAL B/call | log B/call | buffers/call | MultiXacts/call |")
+            lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for name, r in res.items():
                 kind, _, b = name.partition("@")
                 peer = res.get(f"peer@{b}") if kind == "reaper" else None
                 ms = r["wall_s"] * 1000 / max(r["cycles"], 1)
                 vs_peer = f"{r['calls_s'] / peer['calls_s']:.2f}x" if peer else ""
-                lines.append(f"| {name} | {len(self.runs[name])} | {r['calls_s']:,.0f} | {r['cycles']} | {ms:.1f} | {vs_peer} "
+                ex_ms = statistics.median(x["exec_ms"] for x in self.runs[name]) / max(r["cycles"], 1) \
+                    if all(x.get("exec_ms") is not None for x in self.runs[name]) else None
+                lines.append(f"| {name} | {len(self.runs[name])} | {r['calls_s']:,.0f} | {r['cycles']} | {ms:.1f} "
+                             f"| {fmt(ex_ms, '.1f')} | {vs_peer} "
                              f"| {r['calls_s'] / bound:.2f}x | {fmt(self.per_call(r, 'wal'), ',.0f')} "
-                             f"| {fmt(self.per_call(r, 'log'), ',.0f')} | {fmt(self.per_call(r, 'buffers'), ',.1f')} |")
+                             f"| {fmt(self.per_call(r, 'log'), ',.0f')} | {fmt(self.per_call(r, 'buffers'), ',.1f')} "
+                             f"| {fmt(self.per_call(r, 'multixacts'), '.2f')} |")
             lines.append("")
             for text, num, den, goal in ((f"reaper/bound at batch {b0}", f"reaper@{b0}", "bound", 0.6),
                                          (f"reaper/batched-bound at batch {b0}", f"reaper@{b0}", f"batched-bound@{b0}", 0.85),
@@ -902,6 +929,10 @@ class Bench:
                 goals.append(((f"no product statement waits on the reaper longer than one cycle ({during['waits']} waited,"
                                f" {during['wait_total_ms']:.0f} ms in all; longest cycle {during['cycle_max_ms'] or 0:.1f} ms)"),
                               f"{during['wait_max_ms']:.1f} ms", ok))
+            if len(self.product) >= 3:
+                paced_label, paced = list(self.product.items())[2]
+                v = paced["live_p99"] / alone["live_p99"]
+                goals.append((f"(no goal) product live-call p99 {paced_label} / without", f"{v:.2f}x", None))
         if self.after_drain:
             lines.append(f"| idle after a {a.backlog:,}-call drain (autovacuum on, cycles every {a.poll_interval:g} s) "
                          "| cycle | seconds after | buffers | server ms | dead rows | autovacuums since |")
@@ -982,6 +1013,9 @@ def main() -> None:
                    help="statements per second per product client (PRODUCT_RATE, default 40)")
     p.add_argument("--product-seconds", type=float, default=float(env("PRODUCT_SECONDS", "15")),
                    help="length of the product-alone run (PRODUCT_SECONDS, default 15)")
+    p.add_argument("--drain-pause-ms", type=float, default=float(env("DRAIN_PAUSE_MS", "20")),
+                   help="also run the product during a drain that pauses this long between cycles, 0 to skip"
+                        " (DRAIN_PAUSE_MS, default 20)")
     p.add_argument("--sample-ms", type=float, default=float(env("SAMPLE_MS", "5")),
                    help="lock-wait sampling interval (SAMPLE_MS, default 5)")
     p.add_argument("--poll-interval", type=float, default=float(env("POLL_INTERVAL", "15")),
