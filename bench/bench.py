@@ -566,9 +566,10 @@ class Bench:
         by then (statement start to sample, so a slight over-estimate of the wait)."""
         with psycopg.connect(self.args.dsn, autocommit=True) as c:
             while not stop.is_set():
-                for pid, started, waited_ms, blockers, wtype in c.execute(
+                for pid, started, waited_ms, blockers, wtype, event in c.execute(
                         "SELECT pid, query_start, extract(epoch FROM clock_timestamp() - query_start) * 1000,"
-                        "       CASE WHEN wait_event_type = 'Lock' THEN pg_blocking_pids(pid) END, wait_event_type"
+                        "       CASE WHEN wait_event_type = 'Lock' THEN pg_blocking_pids(pid) END, wait_event_type,"
+                        "       wait_event"
                         "  FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
                         "   AND wait_event_type IS NOT NULL AND wait_event_type <> 'Client'",
                         (PRODUCT_APP,)).fetchall():
@@ -576,7 +577,7 @@ class Bench:
                     if wtype == "Lock" and reaper.get("pid") in (blockers or []):
                         waits[key] = max(waits.get(key, 0.0), float(waited_ms))
                     else:
-                        other[wtype] = other.get(wtype, 0) + 1
+                        other[f"{wtype}:{event}"] = other.get(f"{wtype}:{event}", 0) + 1
                 time.sleep(self.args.sample_ms / 1000)
 
     def product_run(self, label: str, drain: bool, pause_ms: float = 0.0) -> None:
