@@ -13,8 +13,14 @@ one run because the machine is shared and noisy: only ratios are meant to be com
         SaveChanges, COMMIT), at the same batch sizes;
       - the bare bound: one set-based UPDATE ... RETURNING + outbox INSERT over the whole
         backlog, no batching, no locks.
+    Each drain also reports what it cost per closed call in counted units the machine's noise
+    cannot move: WAL bytes, server-log bytes, shared buffers, MultiXacts; the goals' ratios are
+    the median of ROUNDS rounds.
   * idle: cycles with nothing overdue, timed server-side (the cycle's own duration_ms), at
     several counts of active calls that are not yet overdue and at several history sizes.
+  * product: client connections running live calls' statements at a fixed rate, alone and
+    during a drain; latency percentiles and waits on the reaper's locks (sampled).
+  * after-drain: idle-cycle buffers at the polling interval after a drain, autovacuum on.
 
 Between drains the backlog is reset in place (delete the bench's recent calls, re-insert them,
 VACUUM with INDEX_CLEANUP ON) rather than restored from a template: the history is never
