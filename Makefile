@@ -105,12 +105,15 @@ clean: clean-run
 # Its own throwaway cluster, with pg_stat_statements for the profile (never asked of a real
 # server) and without autovacuum: the bench VACUUMs itself between measurements, and an
 # autovacuum ANALYZE running meanwhile holds back the horizon so that VACUUM leaves the dead
-# index entries of the previous contestant behind for the next one to walk.
+# index entries of the previous contestant behind for the next one to walk (its after-drain part
+# turns autovacuum on for itself). No timed checkpoint: the bench checkpoints before each
+# contestant, so each pays the same full-page writes in its WAL bytes.
 # Sizes come from the environment: make bench HISTORY=1000000 IDLE_HISTORY=1000000,10000000
 bench: deps
 	pg_virtualenv -t -v 15 \
 		-o shared_preload_libraries=pg_cron,pg_stat_statements \
 		-o autovacuum=off \
+		-o checkpoint_timeout=30min \
 		-o cron.database_name=messenger \
 		-o cron.use_background_workers=on \
 		-o max_worker_processes=16 \
