@@ -2,7 +2,7 @@
 
 BEGIN;
 
--- messenger.run_call_reaper_ticks()
+-- messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 --
 -- What the pg_cron job `messenger-call-timeout-reaper` CALLs. It runs one reaper cycle
 -- (messenger.reap_call_timeouts with the configured options) at each polling_interval tick and
@@ -15,6 +15,17 @@ BEGIN;
 --   * Pause: before every tick, and every second while it sleeps, it re-reads cron.job.active
 --     of its job; a paused (or unscheduled) job returns at once, so a pause takes effect at the
 --     next tick, never after the minute.
+--   * Catch-up: a cycle that closed a full batch_size in either phase may have left due calls
+--     behind (a failover, a restart, a resumed pause, a cycle that ran long). The tick then
+--     runs another cycle at once, each its own transaction, until one closes less than a full
+--     batch, so a gap costs one tick, not one tick per batch. It stops early after c_max_run
+--     (30 s) of catch-up in one tick, when less than c_catch_up_reserve (5 s, the target cycle
+--     duration) of the CALL's statement_timeout budget is left, or when a cycle is skipped
+--     (the lock holder is doing the work) or failed; the next tick carries on. Logged as
+--     event=caught_up.
+--   * as_of (tests, a DBA): run one tick now with reap_call_timeouts(as_of => as_of), its
+--     catch-up included, and return; like reap_call_timeouts by hand it runs even while the
+--     job is paused. NULL (what the job passes) is the schedule above.
 --   * Retention: the first tick of each hour also runs messenger.purge_call_reaper_history();
 --     a failing purge is logged (WARNING event=purge_failed) and the ticks go on.
 --
@@ -31,13 +42,14 @@ BEGIN;
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
 -- the job role, which may EXECUTE the SECURITY DEFINER reaper, read polling_interval and its
 -- own cron.job row (pg_cron's row-level security shows a role only its own jobs).
-CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks()
+CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_job      constant text := 'messenger-call-timeout-reaper';
     c_role     constant text := 'messenger_call_reaper';
     c_max_run  constant interval := interval '30 seconds';
+    c_catch_up_reserve constant interval := interval '5 seconds';
     v_started  constant timestamptz := clock_timestamp();
     v_interval interval;
     v_schedule text;
@@ -47,8 +59,14 @@ DECLARE
     v_end      timestamptz;
     v_wait     numeric;
     v_ran      boolean := false;
+    v_batch    integer;
+    v_cycle    messenger.call_reaper_cycle;
+    v_cycles   integer;
+    v_closed   bigint;
+    v_tick_run timestamptz;
 BEGIN
-    SELECT s.polling_interval INTO STRICT v_interval FROM messenger.call_reaper_settings AS s;
+    SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
+      FROM messenger.call_reaper_settings AS s;
     SELECT j.schedule INTO v_schedule
       FROM cron.job AS j
      WHERE j.jobname = c_job AND j.username = c_role;
@@ -57,7 +75,7 @@ BEGIN
       FROM pg_catalog.pg_settings AS g
      WHERE g.name = 'statement_timeout';
 
-    IF v_schedule ~ '^\s*\d+\s+seconds?\s*$' THEN
+    IF run_call_reaper_ticks.as_of IS NOT NULL OR v_schedule ~ '^\s*\d+\s+seconds?\s*$' THEN
         v_tick := v_started;
         v_end := v_started + v_interval;
     ELSE
@@ -73,7 +91,7 @@ BEGIN
               FROM cron.job AS j
              WHERE j.jobname = c_job AND j.username = c_role;
             COMMIT;
-            IF NOT coalesce(v_active, false) THEN
+            IF NOT coalesce(v_active, false) AND run_call_reaper_ticks.as_of IS NULL THEN
                 RAISE LOG 'call_reaper event=ticks_stopped reason=job_paused';
                 RETURN;
             END IF;
@@ -89,9 +107,25 @@ BEGIN
             RETURN;
         END IF;
 
-        PERFORM messenger.reap_call_timeouts();
-        COMMIT;
-        v_ran := true;
+        v_tick_run := clock_timestamp();
+        v_cycles := 0;
+        v_closed := 0;
+        LOOP
+            v_cycle := messenger.reap_call_timeouts(as_of => run_call_reaper_ticks.as_of);
+            COMMIT;
+            v_ran := true;
+            v_cycles := v_cycles + 1;
+            v_closed := v_closed + v_cycle.missed_count + v_cycle.failed_count;
+            EXIT WHEN v_cycle.result <> 'completed'
+                   OR greatest(v_cycle.missed_count, v_cycle.failed_count) < v_batch
+                   OR clock_timestamp() >= v_tick_run + c_max_run
+                   OR (v_budget IS NOT NULL AND clock_timestamp() + c_catch_up_reserve > v_started + v_budget);
+        END LOOP;
+        IF v_cycles > 1 THEN
+            RAISE LOG 'call_reaper event=caught_up tick=% cycles=% closed=% last_result=% seconds=%',
+                to_json(v_tick) #>> '{}', v_cycles, v_closed, v_cycle.result,
+                round(extract(epoch FROM clock_timestamp() - v_tick_run)::numeric, 3);
+        END IF;
 
         IF date_trunc('hour', v_tick) > date_trunc('hour', v_tick - v_interval) THEN
             -- Housekeeping must never cost the minute its remaining ticks.
@@ -111,13 +145,14 @@ BEGIN
 END
 $$;
 
-COMMENT ON PROCEDURE messenger.run_call_reaper_ticks() IS
-$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (pg_cron 1.4: the ticks of the current minute; 1.5+: one cycle). Stops at the next tick once the job is paused (cron.alter_job(..., active := false)). The first tick of each hour also purges history older than the retention.$$;
+COMMENT ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) IS
+$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (pg_cron 1.4: the ticks of the current minute; 1.5+: one cycle). A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the job is paused (cron.alter_job(..., active := false)). The first tick of each hour also purges history older than the retention. CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
 
-REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks() FROM PUBLIC;
-ALTER PROCEDURE messenger.run_call_reaper_ticks() OWNER TO messenger_call_reaper_owner;
-GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks() TO messenger_call_reaper;
--- The procedure runs as the job role and needs the interval it ticks at, nothing else of the row.
-GRANT SELECT (polling_interval) ON messenger.call_reaper_settings TO messenger_call_reaper;
+REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) FROM PUBLIC;
+ALTER PROCEDURE messenger.run_call_reaper_ticks(timestamptz) OWNER TO messenger_call_reaper_owner;
+GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) TO messenger_call_reaper;
+-- The procedure runs as the job role and needs the interval it ticks at and the batch size that
+-- tells a full batch (catch-up), nothing else of the row.
+GRANT SELECT (polling_interval, batch_size) ON messenger.call_reaper_settings TO messenger_call_reaper;
 
 COMMIT;

@@ -2,7 +2,7 @@
 
 BEGIN;
 
-REVOKE SELECT (polling_interval) ON messenger.call_reaper_settings FROM messenger_call_reaper;
-DROP PROCEDURE IF EXISTS messenger.run_call_reaper_ticks();
+REVOKE SELECT (polling_interval, batch_size) ON messenger.call_reaper_settings FROM messenger_call_reaper;
+DROP PROCEDURE IF EXISTS messenger.run_call_reaper_ticks(timestamptz);
 
 COMMIT;

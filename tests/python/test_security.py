@@ -51,10 +51,10 @@ OWNER_PRIVILEGES = {
     ("call_reaper_quarantine", "DELETE", None),
 }
 # The job role runs the reaper and the job's own entry points (the pg_cron tick procedure
-# and history purge); the only data it may read is the polling interval.
+# and history purge); the only data it may read is the polling interval and the batch size.
 JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks", "purge_call_reaper_history",
                 "_purge_call_reaper_runs"}
-JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval"}))}
+JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "batch_size"}))}
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
           "call_reaper_counters", "call_reaper_quarantine"]
 

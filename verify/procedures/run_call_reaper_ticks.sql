@@ -7,7 +7,7 @@ DECLARE
     p pg_catalog.pg_proc;
 BEGIN
     SELECT * INTO STRICT p FROM pg_catalog.pg_proc
-     WHERE oid = 'messenger.run_call_reaper_ticks()'::regprocedure;
+     WHERE oid = 'messenger.run_call_reaper_ticks(timestamptz)'::regprocedure;
     ASSERT p.prokind = 'p', 'run_call_reaper_ticks must be a procedure';
     ASSERT NOT p.prosecdef, 'run_call_reaper_ticks must be SECURITY INVOKER (it COMMITs)';
     ASSERT p.proconfig IS NULL, 'run_call_reaper_ticks must have no SET clause (it COMMITs)';
@@ -18,6 +18,9 @@ BEGIN
     ASSERT pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
                                            'polling_interval', 'SELECT'),
         'messenger_call_reaper must be able to read polling_interval';
+    ASSERT pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
+                                           'batch_size', 'SELECT'),
+        'messenger_call_reaper must be able to read batch_size';
 END
 $$;
 
