@@ -21,8 +21,9 @@ BEGIN;
 --     batch, so a gap costs one tick, not one tick per batch. It stops early after c_max_run
 --     (30 s) of catch-up in one tick, when less than c_catch_up_reserve (5 s, the target cycle
 --     duration) of the CALL's statement_timeout budget is left, or when a cycle is skipped
---     (the lock holder is doing the work) or failed; the next tick carries on. Logged as
---     event=caught_up.
+--     (the lock holder is doing the work) or failed; the next tick carries on. A catch-up cycle
+--     still running when the budget runs out is cancelled and rolls back whole, the cycles
+--     before it stay committed. Logged as event=caught_up.
 --   * as_of (tests, a DBA): run one tick now with reap_call_timeouts(as_of => as_of), its
 --     catch-up included, and return; like reap_call_timeouts by hand it runs even while the
 --     job is paused. NULL (what the job passes) is the schedule above.
@@ -40,8 +41,8 @@ BEGIN;
 -- (event=ticks_cut_short) and returns; the next minute's run carries on.
 --
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
--- the job role, which may EXECUTE the SECURITY DEFINER reaper, read polling_interval and its
--- own cron.job row (pg_cron's row-level security shows a role only its own jobs).
+-- the job role, which may EXECUTE the SECURITY DEFINER reaper, read polling_interval and
+-- batch_size and its own cron.job row (pg_cron's row-level security shows a role only its own jobs).
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$

@@ -254,7 +254,8 @@ def _failover(cluster: HaCluster, capsys) -> None:
     bound = to_writable + interval_s + MARGIN_S
     report = (f"kill at second {KILL_SECOND}: writable {to_writable:.1f} s, first cycle {to_first:.1f} s "
               f"(callback {t_first - t_writable:+.1f} s after writable), max reap lag {max_lag:.1f} s "
-              f"(bound {bound:.1f} s; failover window: {len(window)} calls, median {statistics.median(window):.1f} s), "
+              f"(bound {bound:.1f} s; calls due around the failover: {len(window)}, max {max(window):.1f} s, "
+              f"median {statistics.median(window):.1f} s), "
               f"backlog {backlog_by_new}/{len(backlog_here)} closed by the new leader "
               f"{backlog_done:.1f} s after its first cycle, {new_leader_cycles} cycles on the new leader, "
               f"rejoined {t_rejoined - t_rejoin_start:.1f} s after restart{' (pg_rewind)' if rewound else ''}, {len(load.acked)} calls acked "
