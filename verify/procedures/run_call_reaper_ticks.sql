@@ -18,9 +18,10 @@ BEGIN
     ASSERT pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
                                            'polling_interval', 'SELECT'),
         'messenger_call_reaper must be able to read polling_interval';
-    ASSERT pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
-                                           'batch_size', 'SELECT'),
-        'messenger_call_reaper must be able to read batch_size';
+    IF NOT pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
+                                           'batch_size', 'SELECT') THEN
+        RAISE EXCEPTION 'messenger_call_reaper must be able to read batch_size (catch-up)';
+    END IF;
 END
 $$;
 
