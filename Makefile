@@ -12,10 +12,13 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
 # Server, pg_cron, pg_partman (optional partitioning, tested), pgTAP + pg_prove, Sqitch (+ its
-# Pg driver), plpgsql_check, promtool.
+# Pg driver), plpgsql_check, promtool, Patroni + etcd for the failover test (python3-etcd:
+# Patroni's etcd client, which apt would not pick if another DCS client happened to satisfy
+# Patroni's dependency first).
 DEB_PACKAGES := postgresql-common postgresql-15 postgresql-15-cron postgresql-15-partman \
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-	sqitch libdbd-pg-perl postgresql-15-plpgsql-check prometheus
+	sqitch libdbd-pg-perl postgresql-15-plpgsql-check prometheus \
+	patroni etcd-server python3-etcd
 
 # CI runs as root; a developer who is not root needs sudo for apt-get.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)

@@ -2,7 +2,7 @@
 
 BEGIN;
 
--- messenger.run_call_reaper_ticks()
+-- messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 --
 -- What the pg_cron job `messenger-call-timeout-reaper` CALLs. It runs one reaper cycle
 -- (messenger.reap_call_timeouts with the configured options) at each polling_interval tick and
@@ -18,6 +18,18 @@ BEGIN;
 --     at once, so a pause takes effect at the next tick, never after the minute.
 --   * Retention is not its business: the deployer's job messenger-call-reaper-purge runs it,
 --     so the job role needs no right to delete history.
+--   * Catch-up: a cycle that closed a full batch_size in either phase may have left due calls
+--     behind (a failover, a restart, a resumed pause, a cycle that ran long). The tick then
+--     runs another cycle at once, each its own transaction, until one closes less than a full
+--     batch, so a gap costs one tick, not one tick per batch. It stops early after c_max_run
+--     (30 s) of catch-up in one tick, when less than c_catch_up_reserve (5 s, the target cycle
+--     duration) of the CALL's statement_timeout budget is left, or when a cycle is skipped
+--     (the lock holder is doing the work) or failed; the next tick carries on. A catch-up cycle
+--     still running when the budget runs out is cancelled and rolls back whole, the cycles
+--     before it stay committed. Logged as event=caught_up.
+--   * as_of (tests, a DBA): run one tick now with reap_call_timeouts(as_of => as_of), its
+--     catch-up included, and return; like reap_call_timeouts by hand it runs even while the
+--     reaper is paused. NULL (what the job passes) is the schedule above.
 --
 -- statement_timeout: on PostgreSQL a CALL's statement_timeout covers the whole CALL, COMMITs
 -- included, and a running statement cannot re-arm it. The job role's 30 s (the max run
@@ -32,13 +44,14 @@ BEGIN;
 -- (event=ticks_cut_short) and returns; the next minute's run carries on.
 --
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
--- the job role, which may EXECUTE the SECURITY DEFINER reaper and read polling_interval and
--- paused -- nothing of pg_cron.
-CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks()
+-- the job role, which may EXECUTE the SECURITY DEFINER reaper and read polling_interval,
+-- paused and batch_size -- nothing of pg_cron.
+CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_max_run  constant interval := interval '30 seconds';
+    c_catch_up_reserve constant interval := interval '5 seconds';
     v_started  constant timestamptz := clock_timestamp();
     v_interval interval;
     v_version  integer[];
@@ -48,8 +61,14 @@ DECLARE
     v_end      timestamptz;
     v_wait     numeric;
     v_ran      boolean := false;
+    v_batch    integer;
+    v_cycle    messenger.call_reaper_cycle;
+    v_cycles   integer;
+    v_closed   bigint;
+    v_tick_run timestamptz;
 BEGIN
-    SELECT s.polling_interval INTO STRICT v_interval FROM messenger.call_reaper_settings AS s;
+    SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
+      FROM messenger.call_reaper_settings AS s;
     SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO v_version
       FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
     -- pg_settings.setting is in milliseconds; 0 means no statement_timeout at all.
@@ -57,7 +76,7 @@ BEGIN
       FROM pg_catalog.pg_settings AS g
      WHERE g.name = 'statement_timeout';
 
-    IF v_version >= ARRAY[1, 5] THEN
+    IF run_call_reaper_ticks.as_of IS NOT NULL OR v_version >= ARRAY[1, 5] THEN
         v_tick := v_started;
         v_end := v_started + v_interval;
     ELSE
@@ -70,7 +89,7 @@ BEGIN
     WHILE v_tick < v_end LOOP
         LOOP
             SELECT s.paused INTO v_paused FROM messenger.call_reaper_settings AS s;
-            IF coalesce(v_paused, true) THEN
+            IF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
                 RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
                 RETURN;
             END IF;
@@ -87,9 +106,25 @@ BEGIN
             RETURN;
         END IF;
 
-        PERFORM messenger.reap_call_timeouts();
-        COMMIT;
-        v_ran := true;
+        v_tick_run := clock_timestamp();
+        v_cycles := 0;
+        v_closed := 0;
+        LOOP
+            v_cycle := messenger.reap_call_timeouts(as_of => run_call_reaper_ticks.as_of);
+            COMMIT;
+            v_ran := true;
+            v_cycles := v_cycles + 1;
+            v_closed := v_closed + v_cycle.missed_count + v_cycle.failed_count;
+            EXIT WHEN v_cycle.result <> 'completed'
+                   OR greatest(v_cycle.missed_count, v_cycle.failed_count) < v_batch
+                   OR clock_timestamp() >= v_tick_run + c_max_run
+                   OR (v_budget IS NOT NULL AND clock_timestamp() + c_catch_up_reserve > v_started + v_budget);
+        END LOOP;
+        IF v_cycles > 1 THEN
+            RAISE LOG 'call_reaper event=caught_up tick=% cycles=% closed=% last_result=% seconds=%',
+                to_json(v_tick) #>> '{}', v_cycles, v_closed, v_cycle.result,
+                round(extract(epoch FROM clock_timestamp() - v_tick_run)::numeric, 3);
+        END IF;
 
         v_tick := v_tick + v_interval;
         WHILE v_tick + v_interval <= clock_timestamp() AND v_tick < v_end LOOP
@@ -99,14 +134,14 @@ BEGIN
 END
 $$;
 
-COMMENT ON PROCEDURE messenger.run_call_reaper_ticks() IS
-$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (pg_cron 1.4: the ticks of the current minute; 1.5+: one cycle). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()).$$;
+COMMENT ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) IS
+$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (pg_cron 1.4: the ticks of the current minute; 1.5+: one cycle). A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
 
-REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks() FROM PUBLIC;
-ALTER PROCEDURE messenger.run_call_reaper_ticks() OWNER TO messenger_call_reaper_owner;
-GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks() TO messenger_call_reaper;
--- The procedure runs as the job role and needs the interval it ticks at and the pause flag,
--- nothing else of the row.
-GRANT SELECT (polling_interval, paused) ON messenger.call_reaper_settings TO messenger_call_reaper;
+REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) FROM PUBLIC;
+ALTER PROCEDURE messenger.run_call_reaper_ticks(timestamptz) OWNER TO messenger_call_reaper_owner;
+GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) TO messenger_call_reaper;
+-- The procedure runs as the job role and needs the interval it ticks at, the pause flag and the
+-- batch size that tells a full batch (catch-up), nothing else of the row.
+GRANT SELECT (polling_interval, paused, batch_size) ON messenger.call_reaper_settings TO messenger_call_reaper;
 
 COMMIT;

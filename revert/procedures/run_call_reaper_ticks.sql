@@ -2,7 +2,7 @@
 
 BEGIN;
 
-REVOKE SELECT (polling_interval, paused) ON messenger.call_reaper_settings FROM messenger_call_reaper;
-DROP PROCEDURE IF EXISTS messenger.run_call_reaper_ticks();
+REVOKE SELECT (polling_interval, paused, batch_size) ON messenger.call_reaper_settings FROM messenger_call_reaper;
+DROP PROCEDURE IF EXISTS messenger.run_call_reaper_ticks(timestamptz);
 
 COMMIT;

@@ -2,7 +2,7 @@
 -- superuser), CALLing an invoker procedure that can COMMIT; on pg_cron 1.4 the job role gets a
 -- statement_timeout in this database that covers a minute of ticks.
 BEGIN;
-SELECT plan(18);
+SELECT plan(19);
 
 SELECT is((SELECT count(*)::integer FROM cron.job
             WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper'),
@@ -22,17 +22,19 @@ SELECT is((SELECT schedule FROM cron.job WHERE jobname = 'messenger-call-timeout
                THEN '15 seconds' ELSE '* * * * *' END,
           'pg_cron 1.5+ runs every 15 seconds natively, 1.4 every minute (the procedure ticks)');
 
-SELECT is((SELECT prosecdef FROM pg_proc WHERE oid = 'messenger.run_call_reaper_ticks()'::regprocedure),
+SELECT is((SELECT prosecdef FROM pg_proc WHERE oid = 'messenger.run_call_reaper_ticks(timestamptz)'::regprocedure),
           false, 'the tick procedure is SECURITY INVOKER');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'messenger.run_call_reaper_ticks()'::regprocedure),
+SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'messenger.run_call_reaper_ticks(timestamptz)'::regprocedure),
           NULL, 'the tick procedure has no SET clause, so its COMMITs work');
-SELECT ok(has_function_privilege('messenger_call_reaper', 'messenger.run_call_reaper_ticks()', 'EXECUTE'),
+SELECT ok(has_function_privilege('messenger_call_reaper', 'messenger.run_call_reaper_ticks(timestamptz)', 'EXECUTE'),
           'the job role may CALL the tick procedure');
-SELECT ok(NOT has_function_privilege('public', 'messenger.run_call_reaper_ticks()', 'EXECUTE'),
+SELECT ok(NOT has_function_privilege('public', 'messenger.run_call_reaper_ticks(timestamptz)', 'EXECUTE'),
           'PUBLIC may not CALL the tick procedure');
 SELECT ok(has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'polling_interval', 'SELECT'),
           'the job role may read polling_interval');
-SELECT ok(NOT has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'batch_size', 'SELECT'),
+SELECT ok(has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'batch_size', 'SELECT'),
+          'the job role may read batch_size (a full batch means: catch up at once)');
+SELECT ok(NOT has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'ring_timeout', 'SELECT'),
           'the job role may read no other option');
 SELECT ok(NOT has_table_privilege('messenger_call_reaper', 'messenger.call_sessions', 'SELECT'),
           'the job role still cannot read calls directly');

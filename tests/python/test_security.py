@@ -51,9 +51,10 @@ OWNER_PRIVILEGES = {
     ("call_reaper_quarantine", "DELETE", None),
 }
 # The job role runs the reaper and the pg_cron tick procedure; the only data it may read is
-# the polling interval and the pause flag. No purge (any cutoff would wipe history), no cron.
+# the polling interval, the pause flag and the batch size (catch-up). No purge (any cutoff
+# would wipe history), no cron.
 JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks"}
-JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "paused"}))}
+JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "paused", "batch_size"}))}
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
           "call_reaper_counters", "call_reaper_quarantine"]
 

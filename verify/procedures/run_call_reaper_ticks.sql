@@ -7,7 +7,7 @@ DECLARE
     p pg_catalog.pg_proc;
 BEGIN
     SELECT * INTO STRICT p FROM pg_catalog.pg_proc
-     WHERE oid = 'messenger.run_call_reaper_ticks()'::regprocedure;
+     WHERE oid = 'messenger.run_call_reaper_ticks(timestamptz)'::regprocedure;
     IF NOT coalesce(p.prokind = 'p', false) THEN
         RAISE EXCEPTION 'run_call_reaper_ticks must be a procedure';
     END IF;
@@ -28,6 +28,10 @@ BEGIN
                     AND pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
                                                         'paused', 'SELECT'), false) THEN
         RAISE EXCEPTION 'messenger_call_reaper must be able to read polling_interval and paused';
+    END IF;
+    IF NOT coalesce(pg_catalog.has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings',
+                                                    'batch_size', 'SELECT'), false) THEN
+        RAISE EXCEPTION 'messenger_call_reaper must be able to read batch_size (catch-up)';
     END IF;
 END
 $$;
