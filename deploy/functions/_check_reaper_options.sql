@@ -56,9 +56,11 @@ ALTER FUNCTION messenger._check_reaper_duration(text, interval, interval, interv
 -- Durations follow _check_reaper_duration. Upper bounds exist so `as_of - timeout` can never
 -- overflow and a typo ('2000 hours') is refused rather than silently disabling a phase.
 -- as_of may not lie more than 5 seconds (clock skew) past clock_timestamp(): a future as_of
--- closes live calls. Tests, which pass future times instead of sleeping, opt in per session
--- with SET messenger.call_reaper_allow_future_as_of = on (scripts/test-in-cluster sets it for
--- every test connection through PGOPTIONS); the scheduled job never passes as_of.
+-- closes live calls. Test clusters, which pass future times instead of sleeping, opt in with
+-- settings.allow_future_as_of = true (scripts/test-in-cluster sets it after deploy). A setting,
+-- not a session GUC: only a role that may UPDATE the settings (a DBA, never the job or monitor
+-- role) can lift the bound, so a caller cannot lift it for itself. The scheduled job never
+-- passes as_of.
 CREATE OR REPLACE FUNCTION messenger._check_reaper_options(
     batch_size    integer,
     ring_timeout  interval,
@@ -87,12 +89,11 @@ BEGIN
             USING ERRCODE = '22023', HINT = 'Omit as_of (or pass NULL) to use the current time.';
     END IF;
     IF as_of > clock_timestamp() + interval '5 seconds'
-       AND lower(coalesce(current_setting('messenger.call_reaper_allow_future_as_of', true), ''))
-           NOT IN ('on', 'true', 'yes', '1') THEN
+       AND NOT (SELECT s.allow_future_as_of FROM messenger.call_reaper_settings AS s) THEN
         RAISE EXCEPTION 'as_of must not be in the future, got % (now %)', as_of, clock_timestamp()
             USING ERRCODE = '22023',
                   DETAIL = 'A future as_of closes calls that are still live; 5 seconds of clock skew are tolerated.',
-                  HINT = 'Omit as_of to use the current time. Tests opt in with SET messenger.call_reaper_allow_future_as_of = on.';
+                  HINT = 'Omit as_of to use the current time. Test clusters opt in with UPDATE messenger.call_reaper_settings SET allow_future_as_of = true.';
     END IF;
 END
 $$;

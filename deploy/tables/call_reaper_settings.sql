@@ -15,7 +15,8 @@ CREATE TABLE messenger.call_reaper_settings (
     poison_backoff     interval NOT NULL DEFAULT '1 minute',
     poison_backoff_max interval NOT NULL DEFAULT '1 hour',
     retention          interval NOT NULL DEFAULT '168 hours',
-    paused             boolean  NOT NULL DEFAULT false
+    paused             boolean  NOT NULL DEFAULT false,
+    allow_future_as_of boolean  NOT NULL DEFAULT false
 );
 
 COMMENT ON TABLE messenger.call_reaper_settings IS
@@ -30,6 +31,8 @@ COMMENT ON COLUMN messenger.call_reaper_settings.poison_backoff_max IS 'Longest 
 COMMENT ON COLUMN messenger.call_reaper_settings.retention IS 'How long run history is kept.';
 COMMENT ON COLUMN messenger.call_reaper_settings.paused IS
     'True: the scheduled job runs no cycle (messenger.pause_call_reaper / resume_call_reaper).';
+COMMENT ON COLUMN messenger.call_reaper_settings.allow_future_as_of IS
+    'Test clusters only: true lets as_of lie in the future (tests pass it instead of sleeping). Never in production: a future as_of closes live calls.';
 
 CREATE FUNCTION messenger._call_reaper_settings_guard()
 RETURNS trigger

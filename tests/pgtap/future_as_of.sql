@@ -1,10 +1,10 @@
 -- as_of cannot reach into the future in production: beyond 5 s of clock skew it is refused with
--- 22023 and nothing changes, unless the session opts in with
--- messenger.call_reaper_allow_future_as_of = on (what every test connection does).
+-- 22023 and nothing changes, unless the cluster opts in with settings.allow_future_as_of (what
+-- make test does), a setting neither the job role nor the monitor role may change.
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 
-SET LOCAL messenger.call_reaper_allow_future_as_of = off;
+UPDATE messenger.call_reaper_settings SET allow_future_as_of = false;
 INSERT INTO messenger.call_sessions
        (call_id, caller_user_id, callee_user_id, media_type, status, started_at, answered_at, updated_at)
 VALUES ('00000000-0000-0000-0000-0000000000f1', gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing',
@@ -31,8 +31,16 @@ SELECT lives_ok($$SELECT messenger.reap_call_timeouts(as_of => now() - interval 
     'a past as_of is accepted (a DBA replaying a window)');
 
 SET LOCAL messenger.call_reaper_allow_future_as_of = on;
+SELECT throws_ok($$SELECT messenger.reap_call_timeouts(as_of => '9999-12-31')$$, '22023', NULL,
+    'a session GUC cannot lift the bound');
+RESET messenger.call_reaper_allow_future_as_of;
+SELECT ok(NOT has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'allow_future_as_of', 'UPDATE')
+          AND NOT has_column_privilege('messenger_call_reaper_monitor', 'messenger.call_reaper_settings', 'allow_future_as_of', 'UPDATE'),
+          'neither the job role nor the monitor role may lift the bound');
+
+UPDATE messenger.call_reaper_settings SET allow_future_as_of = true;
 SELECT is((SELECT missed_count FROM messenger.reap_call_timeouts(as_of => now() + interval '1 hour')), 1,
-          'a session that opts in may pass a future as_of (tests do, instead of sleeping)');
+          'a cluster that opts in may pass a future as_of (tests do, instead of sleeping)');
 
 SELECT * FROM finish();
 ROLLBACK;
