@@ -21,7 +21,9 @@ BEGIN;
 --            and it reads only expired rows it looks at anyway.
 --   fresh    healthy calls (not in the quarantine) that became due within the last p_fresh,
 --            oldest first: the ones the SLO (due + polling interval) still covers.
---   backlog  healthy calls due earlier, oldest first, in the batch's remaining room.
+--   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, starting
+--            above the phase's floor (messenger.call_reaper_claim_floor), which this function
+--            moves over quarantined calls so no cycle walks them again.
 -- Healthy lanes are one statement over ix_call_due (a range scan between two due keys that
 -- stops at the cutoff or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
 -- it to that). skipped_locked = healthy due calls inside the ranges the claims walked (up to
@@ -91,6 +93,12 @@ DECLARE
     v_lane_st    timestamptz[];
     v_lane_key   timestamptz[];
     v_lane_lo    timestamptz;
+    v_lane_lo_id uuid;
+    v_floor_key  timestamptz;
+    v_floor_id   uuid;
+    v_floor_at   timestamptz;
+    v_new_key    timestamptz;
+    v_new_id     uuid;
     v_lane_hi    timestamptz;
     v_limit      integer;
     v_skipped    integer;
@@ -125,9 +133,9 @@ BEGIN
     END IF;
 
     -- Retry lane; its DELETE of rows whose call is no longer due reads the same snapshot. The
-    -- probe first keeps an idle cycle from planning lookups of call_sessions at all.
-    IF EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                WHERE q.phase = p_phase AND q.next_attempt_at <= p_as_of) THEN
+    -- probe first (min() reads one entry of ix_call_reaper_quarantine_due; an EXISTS was
+    -- planned as a scan of the whole quarantine) keeps an idle cycle from touching calls.
+    IF (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase) <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
           FROM messenger.call_reaper_quarantine AS q
@@ -163,6 +171,47 @@ BEGIN
     END IF;
     v_n_retry := cardinality(v_retry_ids);
 
+    -- The backlog lane starts above the phase's floor (messenger.call_reaper_claim_floor: every
+    -- call at or below it is quarantined), moved here over the quarantined entries that follow
+    -- it up to the first healthy or row-locked call, in one statement (one snapshot). Idle, this
+    -- reads the entry after the floor and the one before the backlog's end, not the quarantine.
+    SELECT f.due_key, f.call_id, f.reset_at INTO v_floor_key, v_floor_id, v_floor_at
+      FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+    IF v_floor_at IS NULL OR p_as_of < v_floor_at OR p_as_of >= v_floor_at + p_backoff_max THEN
+        v_floor_key := '-infinity';
+        v_floor_id := c_uuid_max;
+        v_floor_at := p_as_of;
+    END IF;
+    WITH healthy AS (
+        SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key, s.call_id
+          FROM messenger.call_sessions AS s
+         WHERE s.status = v_status
+           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_floor_key, v_floor_id)
+           AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_cutoff - p_fresh
+           AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+         ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+         LIMIT 1
+    )
+    SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+      INTO v_new_key, v_new_id
+      FROM messenger.call_sessions AS s
+     WHERE s.status = v_status
+       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_floor_key, v_floor_id)
+       AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_cutoff - p_fresh
+       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id)
+           < coalesce((SELECT (h.due_key, h.call_id) FROM healthy AS h), ('infinity'::timestamptz, c_uuid_max))
+     ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at) DESC, s.call_id DESC
+     LIMIT 1;
+    IF v_new_key IS NOT NULL THEN
+        v_floor_key := v_new_key;
+        v_floor_id := v_new_id;
+    END IF;
+    INSERT INTO messenger.call_reaper_claim_floor AS f (phase, due_key, call_id, reset_at)
+    VALUES (p_phase, v_floor_key, v_floor_id, v_floor_at)
+    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
+       SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at
+     WHERE (f.due_key, f.call_id, f.reset_at) IS DISTINCT FROM (EXCLUDED.due_key, EXCLUDED.call_id, EXCLUDED.reset_at);
+
     -- Healthy lanes: fresh (lane 1), then backlog (lane 2), in the room the retry lane left.
     -- One statement per lane, so the claim and the count of what it skipped read one snapshot.
     -- The count walks the claim's index range in the claim's order (ORDER BY, enable_sort off):
@@ -174,16 +223,18 @@ BEGIN
         EXIT WHEN v_limit <= 0;
         IF v_lane = 1 THEN
             v_lane_lo := v_cutoff - p_fresh;
+            v_lane_lo_id := c_uuid_max;
             v_lane_hi := v_cutoff;
         ELSE
-            v_lane_lo := '-infinity';
+            v_lane_lo := v_floor_key;
+            v_lane_lo_id := v_floor_id;
             v_lane_hi := v_cutoff - p_fresh;
         END IF;
         WITH claimed AS MATERIALIZED (
             SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
               FROM messenger.call_sessions AS s
              WHERE s.status = v_status
-               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, c_uuid_max)
+               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
@@ -206,7 +257,7 @@ BEGIN
                   FROM (SELECT
                           FROM messenger.call_sessions AS s
                          WHERE s.status = v_status
-                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, c_uuid_max)
+                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, v_lane_lo_id)
                            AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
                            AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
