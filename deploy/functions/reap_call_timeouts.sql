@@ -171,7 +171,7 @@ BEGIN
 
     RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=%',
         v_out.run_id, v_out.result, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-        v_out.poisoned_count, v_deferred, v_subxacts, v_out.duration_ms;
+        v_out.poisoned_count, v_deferred, coalesce(v_subxacts::text, 'unknown'), v_out.duration_ms;
     RETURN v_out;
 END
 $$;
