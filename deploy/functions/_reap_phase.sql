@@ -22,7 +22,7 @@ BEGIN;
 --   fresh    healthy calls (not in the quarantine) that became due within the last p_fresh,
 --            oldest first: the ones the SLO (due + polling interval) still covers.
 --   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, starting
---            above the phase's floor (messenger.call_reaper_claim_floor), which this function
+--            at the phase's floor (messenger.call_reaper_claim_floor), which this function
 --            moves over quarantined calls so no cycle walks them again.
 -- Healthy lanes are one statement over ix_call_due (a range scan between two due keys that
 -- stops at the cutoff or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
@@ -53,7 +53,10 @@ BEGIN;
 -- STATEMENT lines), not one per call.
 -- plan_cache_mode = force_generic_plan: the statements are planned once per session instead of
 -- every cycle (on a partitioned call_sessions, every partition every cycle); the generic plans
--- are the same range scans and prune partitions at executor start-up.
+-- are the same range scans and prune partitions at executor start-up. enable_sort = off: every
+-- claim walks ix_call_due in order, never sorts a lane (see the lane loop). jit = off: a
+-- disabled sort costs 1e10, which would otherwise make the executor JIT-compile (170 ms) a
+-- statement that runs in microseconds.
 CREATE OR REPLACE FUNCTION messenger._reap_phase(
     p_phase              text,
     p_run_id             uuid,
@@ -75,6 +78,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
+SET jit = off
 AS $$
 DECLARE
     c_retry_share_max constant integer := 8;
@@ -94,9 +98,12 @@ DECLARE
     v_lane_key   timestamptz[];
     v_lane_lo    timestamptz;
     v_lane_lo_id uuid;
+    v_next_retry timestamptz;
     v_floor_key  timestamptz;
     v_floor_id   uuid;
     v_floor_at   timestamptz;
+    v_floor_moved boolean := false;
+    v_backlog_empty boolean := false;
     v_new_key    timestamptz;
     v_new_id     uuid;
     v_lane_hi    timestamptz;
@@ -135,7 +142,8 @@ BEGIN
     -- Retry lane; its DELETE of rows whose call is no longer due reads the same snapshot. The
     -- probe first (min() reads one entry of ix_call_reaper_quarantine_due; an EXISTS was
     -- planned as a scan of the whole quarantine) keeps an idle cycle from touching calls.
-    IF (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase) <= p_as_of THEN
+    v_next_retry := (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase);
+    IF v_next_retry <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
           FROM messenger.call_reaper_quarantine AS q
@@ -171,46 +179,60 @@ BEGIN
     END IF;
     v_n_retry := cardinality(v_retry_ids);
 
-    -- The backlog lane starts above the phase's floor (messenger.call_reaper_claim_floor: every
-    -- call at or below it is quarantined), moved here over the quarantined entries that follow
-    -- it up to the first healthy or row-locked call, in one statement (one snapshot). Idle, this
-    -- reads the entry after the floor and the one before the backlog's end, not the quarantine.
-    SELECT f.due_key, f.call_id, f.reset_at INTO v_floor_key, v_floor_id, v_floor_at
-      FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
-    IF v_floor_at IS NULL OR p_as_of < v_floor_at OR p_as_of >= v_floor_at + p_backoff_max THEN
-        v_floor_key := '-infinity';
-        v_floor_id := c_uuid_max;
-        v_floor_at := p_as_of;
-    END IF;
-    WITH healthy AS (
-        SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key, s.call_id
+    -- The backlog lane starts at the phase's floor (messenger.call_reaper_claim_floor: every call
+    -- below it is quarantined), moved here over the quarantined entries that follow it. Idle,
+    -- this reads the few entries from the floor to the backlog's end, not the quarantine.
+    -- With no quarantine row of this phase there is nothing to pass over: the lane starts at
+    -- the beginning and nothing is read or written for the floor (a drain pays nothing for it).
+    v_floor_key := '-infinity';
+    v_floor_id := c_uuid_max;
+    IF v_next_retry IS NOT NULL THEN
+        SELECT f.due_key, f.call_id, f.reset_at INTO v_floor_key, v_floor_id, v_floor_at
+          FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+        IF v_floor_at IS NULL OR p_as_of < v_floor_at OR p_as_of >= v_floor_at + p_backoff_max THEN
+            v_floor_key := '-infinity';
+            v_floor_id := c_uuid_max;
+            v_floor_at := p_as_of;
+            v_floor_moved := true;
+        END IF;
+        -- The first healthy (or row-locked) call at or above the floor becomes the floor; with none
+        -- up to the backlog's end, the last (quarantined) call before that end does. Never the end
+        -- itself: a call committed late with an older due key than the end would then be passed
+        -- over until the next reset.
+        SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+          INTO v_new_key, v_new_id
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
-           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_floor_key, v_floor_id)
+           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_floor_key, v_floor_id)
            AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_cutoff - p_fresh
            AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
          ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
-         LIMIT 1
-    )
-    SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
-      INTO v_new_key, v_new_id
-      FROM messenger.call_sessions AS s
-     WHERE s.status = v_status
-       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_floor_key, v_floor_id)
-       AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_cutoff - p_fresh
-       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id)
-           < coalesce((SELECT (h.due_key, h.call_id) FROM healthy AS h), ('infinity'::timestamptz, c_uuid_max))
-     ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at) DESC, s.call_id DESC
-     LIMIT 1;
-    IF v_new_key IS NOT NULL THEN
-        v_floor_key := v_new_key;
-        v_floor_id := v_new_id;
+         LIMIT 1;
+        IF v_new_key IS NULL THEN
+            -- Nothing but quarantined calls up to the backlog's end: the backlog lane would
+            -- claim nothing, and is not run.
+            v_backlog_empty := true;
+            SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+              INTO v_new_key, v_new_id
+              FROM messenger.call_sessions AS s
+             WHERE s.status = v_status
+               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_floor_key, v_floor_id)
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_cutoff - p_fresh
+             ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at) DESC, s.call_id DESC
+             LIMIT 1;
+        END IF;
+        IF v_new_key IS NOT NULL AND (v_new_key, v_new_id) <> (v_floor_key, v_floor_id) THEN
+            v_floor_key := v_new_key;
+            v_floor_id := v_new_id;
+            v_floor_moved := true;
+        END IF;
+        IF v_floor_moved THEN
+            INSERT INTO messenger.call_reaper_claim_floor AS f (phase, due_key, call_id, reset_at)
+            VALUES (p_phase, v_floor_key, v_floor_id, v_floor_at)
+            ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
+               SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at;
+        END IF;
     END IF;
-    INSERT INTO messenger.call_reaper_claim_floor AS f (phase, due_key, call_id, reset_at)
-    VALUES (p_phase, v_floor_key, v_floor_id, v_floor_at)
-    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
-       SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at
-     WHERE (f.due_key, f.call_id, f.reset_at) IS DISTINCT FROM (EXCLUDED.due_key, EXCLUDED.call_id, EXCLUDED.reset_at);
 
     -- Healthy lanes: fresh (lane 1), then backlog (lane 2), in the room the retry lane left.
     -- One statement per lane, so the claim and the count of what it skipped read one snapshot.
@@ -220,7 +242,7 @@ BEGIN
     -- likewise must never sort a lane.
     FOR v_lane IN 1 .. 2 LOOP
         v_limit := p_batch_size - v_n_retry - v_n_fresh;
-        EXIT WHEN v_limit <= 0;
+        EXIT WHEN v_limit <= 0 OR (v_lane = 2 AND v_backlog_empty);
         IF v_lane = 1 THEN
             v_lane_lo := v_cutoff - p_fresh;
             v_lane_lo_id := c_uuid_max;
@@ -234,7 +256,7 @@ BEGIN
             SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
               FROM messenger.call_sessions AS s
              WHERE s.status = v_status
-               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, v_lane_lo_id)
+               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
@@ -257,7 +279,7 @@ BEGIN
                   FROM (SELECT
                           FROM messenger.call_sessions AS s
                          WHERE s.status = v_status
-                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, v_lane_lo_id)
+                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                            AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
                            AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)

@@ -2,15 +2,16 @@
 -- Where each phase's backlog claim starts in ix_call_due, so a cycle does not walk the
 -- quarantined calls, which are the oldest due ones, every time: with 50 000 calls in backoff
 -- that walk (an index entry and a quarantine probe each) was the whole cost of an idle cycle.
--- Invariant: every call of the phase's status at or below (due_key, call_id) in ix_call_due
--- is in messenger.call_reaper_quarantine. _reap_phase moves the floor over quarantined
--- entries only (never over a healthy or row-locked call) and starts afresh when it is older
--- than poison_backoff_max. The trigger below resets a phase's floor when a quarantine row of a
--- call at or below it goes while the call is still active in that phase (a DBA releasing a
--- call, TRUNCATE), so a released call is claimed by the next cycle. A call that gets a due key
--- below the floor without being quarantined (a product write with an old started_at or
--- updated_at, or one committed long after it set them) is claimed at the next reset, at most
--- poison_backoff_max later. No row, or deleting the rows, only costs one walk.
+-- Invariant: every call of the phase's status below (due_key, call_id) in ix_call_due is in
+-- messenger.call_reaper_quarantine. _reap_phase moves the floor to the first healthy or
+-- row-locked call (or, with none, to the last quarantined one), so only over quarantined
+-- entries, and starts
+-- afresh when it is older than poison_backoff_max. The trigger below resets a phase's floor
+-- when a quarantine row of a call below it goes while the call is still active in that phase
+-- (a DBA releasing a call, TRUNCATE), so a released call is claimed by the next cycle. A call
+-- that gets a due key below the floor without being quarantined (a product write with an old
+-- started_at or updated_at, or one committed long after it set them) is claimed at the next
+-- reset, at most poison_backoff_max later. No row, or deleting the rows, only costs one walk.
 
 BEGIN;
 
@@ -23,7 +24,7 @@ CREATE TABLE messenger.call_reaper_claim_floor (
 );
 
 COMMENT ON TABLE messenger.call_reaper_claim_floor IS
-    'Per phase: every due call at or below (due_key, call_id) in ix_call_due is quarantined; the backlog claim starts above it. Safe to DELETE (the next cycle walks from the start).';
+    'Per phase: every due call below (due_key, call_id) in ix_call_due is quarantined; the backlog claim starts there. Safe to DELETE (the next cycle walks from the start).';
 
 -- SECURITY DEFINER: a DBA allowed to release quarantined calls need not hold rights on the
 -- floor or the calls.
@@ -42,7 +43,7 @@ BEGIN
      USING messenger.call_sessions AS c
      WHERE c.call_id = OLD.call_id
        AND c.status = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
-       AND (messenger.call_due_key(c.status, c.started_at, c.updated_at), c.call_id) <= (f.due_key, f.call_id);
+       AND (messenger.call_due_key(c.status, c.started_at, c.updated_at), c.call_id) < (f.due_key, f.call_id);
     RETURN NULL;
 END
 $$;

@@ -37,7 +37,7 @@ CREATE TEMP TABLE claim (sql text);
 INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
               FROM messenger.call_sessions AS s
              WHERE s.status = v_status
-               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) > (v_lane_lo, v_lane_lo_id)
+               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id

@@ -69,7 +69,7 @@ def next_xid(conn):
 
 @pytest.mark.parametrize("poison_count", [2000, 10000])
 def test_poison_flood_never_delays_a_healthy_call(poison_count, conn, calls, refuse_dead_caller,
-                                                  reaper_paused):
+                                                  reaper_paused, capsys):
     # Healthy call k is due 7 s before cycle k (after cycle k - 1): cycle k must close it.
     cycle_at = [AS_OF + k * POLL for k in range(CYCLES)]
     healthy = calls.add([ringing(at - RING - timedelta(seconds=7)) for at in cycle_at])
@@ -97,11 +97,12 @@ def test_poison_flood_never_delays_a_healthy_call(poison_count, conn, calls, ref
             "  FROM messenger.call_reaper_quarantine WHERE call_id = ANY(%s)", [poison]).fetchone()
     poisoned_after = conn.execute(
         "SELECT items_poisoned FROM messenger.call_reaper_counters").fetchone()[0]
-    print(f"\npoison flood {poison_count}: healthy-call lag max {max(lags):.0f} s,"
-          f" mean {sum(lags) / len(lags):.1f} s over {CYCLES} cycles; subtransactions per cycle"
-          f" max {max(subxacts)}, mean {sum(subxacts) / len(subxacts):.1f}; poisoned attempts"
-          f" {poisoned}, deferred {deferred}; quarantined {q['n']}, retried {q['retried']},"
-          f" max attempts {q['max_attempts']}")
+    with capsys.disabled():
+        print(f"\npoison flood {poison_count}: healthy-call lag max {max(lags):.0f} s,"
+              f" mean {sum(lags) / len(lags):.1f} s over {CYCLES} cycles; subtransactions per"
+              f" cycle max {max(subxacts)}, mean {sum(subxacts) / len(subxacts):.1f}; poisoned"
+              f" attempts {poisoned}, deferred {deferred}; quarantined {q['n']}, retried"
+              f" {q['retried']}, max attempts {q['max_attempts']}")
     # Every healthy call closed 7 s after its due time: the first cycle at or after it.
     assert max(lags) == 7
     # The poison is still worked on: quarantined, retried after its backoff, counted.
@@ -113,7 +114,8 @@ def test_poison_flood_never_delays_a_healthy_call(poison_count, conn, calls, ref
 
 @pytest.mark.parametrize("poison_count", [1, 10, 200])
 def test_isolating_poison_stays_within_64_subtransactions(poison_count, conn, calls,
-                                                          refuse_dead_caller, reaper_paused):
+                                                          refuse_dead_caller, reaper_paused,
+                                                          capsys):
     """A batch of 200 holding 1, 10 or 200 poison calls (spread evenly): the cycle bisects and
     never opens more than 64 subtransactions; what it could not try is left for the next
     cycle, neither closed nor quarantined, and counted."""
@@ -134,9 +136,9 @@ def test_isolating_poison_stays_within_64_subtransactions(poison_count, conn, ca
         "SELECT call_id FROM messenger.call_reaper_quarantine WHERE call_id = ANY(%s)", [ids])}
     states = call_rows(conn, ids)
     closed = {i for i, c in states.items() if c["status"] == "Missed"}
-    print(f"\n{poison_count} poison in a batch of {BATCH}: subtransactions {run['subtransactions']},"
-          f" transaction ids assigned {xids}, closed {len(closed)}, poisoned"
-          f" {result['poisoned_count']}, deferred {run['deferred_count']}")
+    report = (f"{poison_count} poison in a batch of {BATCH}: subtransactions"
+              f" {run['subtransactions']}, transaction ids assigned {xids}, closed {len(closed)},"
+              f" poisoned {result['poisoned_count']}, deferred {run['deferred_count']}")
 
     assert result["result"] == "completed"
     assert run["subtransactions"] <= SUBXACT_BUDGET
@@ -166,7 +168,8 @@ def test_isolating_poison_stays_within_64_subtransactions(poison_count, conn, ca
         states = call_rows(conn, ids)
         if all(states[i]["status"] == "Missed" for i in set(ids) - bad) and quarantined_now() == bad:
             break
-    print(f"batch settled after {k + 1} cycles")
+    with capsys.disabled():
+        print(f"\n{report}; settled after {k + 1} cycles")
     assert all(states[i]["status"] == "Missed" for i in set(ids) - bad)
     assert quarantined_now() == bad
 
