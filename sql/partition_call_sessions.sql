@@ -14,7 +14,7 @@
 --     guarantees and what the reaper relies on.
 --   * Everything else is carried over as it is: columns, defaults, CHECK constraints
 --     (INV-CALL invariants), column comments, the owner, table and column GRANTs, every
---     non-primary index (ix_call_active, ix_call_due and any
+--     non-primary index (ix_call_active, ix_call_ringing_due, ix_call_answered_due and any
 --     later one, re-created on the parent so each partition gets its own), and plain views
 --     over the table. The Sqitch plan's verify and revert scripts keep working because names
 --     do not change.
