@@ -115,8 +115,8 @@ WITH closed AS (
        SET status     = CASE c.status WHEN 'Ringing' THEN 'Missed' ELSE 'Failed' END,
            end_reason = CASE c.status WHEN 'Ringing' THEN 'Timeout' ELSE 'Error' END,
            ended_at = %(as_of)s, updated_at = %(as_of)s, duration_seconds = NULL
-     WHERE (c.status = 'Ringing' AND c.started_at <= %(ring_cutoff)s)
-        OR (c.status = 'Answered' AND c.updated_at <= %(stale_cutoff)s)
+     WHERE (c.status = 'Ringing' AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= %(ring_cutoff)s)
+        OR (c.status = 'Answered' AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= %(stale_cutoff)s)
     RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status
 )
 INSERT INTO messenger.realtime_outbox
@@ -136,12 +136,12 @@ SELECT CASE x.status WHEN 'Missed' THEN 'CallMissed' ELSE 'CallEnded' END, 'User
 BATCHED_BOUND_SQL = """
 WITH ringing AS (
     SELECT s.call_id, s.started_at FROM messenger.call_sessions AS s
-     WHERE s.status = 'Ringing' AND s.started_at <= %(ring_cutoff)s
-     ORDER BY s.started_at, s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
+     WHERE s.status = 'Ringing' AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= %(ring_cutoff)s
+     ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
 ), stale AS (
     SELECT s.call_id, s.started_at FROM messenger.call_sessions AS s
-     WHERE s.status = 'Answered' AND s.updated_at <= %(stale_cutoff)s
-     ORDER BY s.updated_at, s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
+     WHERE s.status = 'Answered' AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= %(stale_cutoff)s
+     ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED
 ), claimed AS (
     SELECT call_id, started_at FROM ringing UNION ALL SELECT call_id, started_at FROM stale
 ), closed AS (
@@ -170,15 +170,15 @@ PEER_CLAIM = {
     "ring_timeout": """
         SELECT call_id, caller_user_id, callee_user_id, media_type, started_at
           FROM messenger.call_sessions
-         WHERE status = 'Ringing' AND started_at <= %s
-         ORDER BY started_at, call_id
+         WHERE status = 'Ringing' AND messenger.call_due_key(status, started_at, updated_at) <= %s
+         ORDER BY messenger.call_due_key(status, started_at, updated_at), call_id
          LIMIT %s
            FOR NO KEY UPDATE SKIP LOCKED""",
     "stale_answered": """
         SELECT call_id, caller_user_id, callee_user_id, media_type, started_at
           FROM messenger.call_sessions
-         WHERE status = 'Answered' AND updated_at <= %s
-         ORDER BY updated_at, call_id
+         WHERE status = 'Answered' AND messenger.call_due_key(status, started_at, updated_at) <= %s
+         ORDER BY messenger.call_due_key(status, started_at, updated_at), call_id
          LIMIT %s
            FOR NO KEY UPDATE SKIP LOCKED""",
 }
@@ -313,7 +313,8 @@ class Bench:
     def check_drained(self, name: str, backlog: int) -> None:
         left = self.admin.execute(
             "SELECT count(*) FROM messenger.call_sessions WHERE started_at > %s"
-            " AND ((status = 'Ringing' AND started_at <= %s) OR (status = 'Answered' AND updated_at <= %s))",
+            " AND ((status = 'Ringing' AND messenger.call_due_key(status, started_at, updated_at) <= %s)"
+            " OR (status = 'Answered' AND messenger.call_due_key(status, started_at, updated_at) <= %s))",
             (AS_OF - RECENT, AS_OF - RING_TIMEOUT, AS_OF - STALE_TIMEOUT)).fetchone()[0]
         rows = self.admin.execute("SELECT count(*) FROM messenger.realtime_outbox").fetchone()[0]
         live = self.admin.execute(

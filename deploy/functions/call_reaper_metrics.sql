@@ -2,6 +2,10 @@
 
 BEGIN;
 
+-- The body uses messenger.call_due_key, whose change comes later in sqitch.plan (new objects are
+-- appended): it is resolved when the function first runs, not now.
+SET LOCAL check_function_bodies = off;
+
 -- messenger.call_reaper_metrics()
 --
 -- Everything one Prometheus scrape needs, as one row from one statement (so every value comes
@@ -11,9 +15,9 @@ BEGIN;
 -- the settings an alert needs to turn "intervals" into seconds.
 --
 -- Backlog = active calls already past their window at now(), with the configured timeouts and
--- the reaper's own predicates (`<=` the cutoff), so it is exactly what the next cycle would
--- find due if it had no batch limit. Each count is a range scan of a partial index of active
--- calls that stops at the cutoff: calls still inside their window and ended calls are not read.
+-- the reaper's own due rule (messenger.call_due_key `<=` the cutoff), so it is exactly what the
+-- next cycle would find due if it had no batch limit. Each count is a range scan of ix_call_due
+-- that stops at the cutoff: calls still inside their window and ended calls are not read.
 -- Quarantined calls are still counted: they are overdue and not closed.
 --
 -- SECURITY DEFINER so the exporter's role (messenger_call_reaper_monitor) needs EXECUTE on this
@@ -78,9 +82,11 @@ SELECT k.runs_completed,
        k.last_run_at,
        k.last_success_at,
        (SELECT count(*) FROM messenger.call_sessions AS c
-         WHERE c.status = 'Ringing' AND c.started_at <= (SELECT s.ring_cutoff FROM s)),
+         WHERE c.status = 'Ringing'
+           AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.ring_cutoff FROM s)),
        (SELECT count(*) FROM messenger.call_sessions AS c
-         WHERE c.status = 'Answered' AND c.updated_at <= (SELECT s.stale_cutoff FROM s)),
+         WHERE c.status = 'Answered'
+           AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.stale_cutoff FROM s)),
        (SELECT count(*) FROM messenger.call_reaper_quarantine),
        s.polling_interval
   FROM messenger.call_reaper_counters AS k

@@ -6,8 +6,10 @@ BEGIN;
 --
 -- Dry run of one reaper cycle: the calls messenger.reap_call_timeouts would close with the same
 -- arguments, and why. Same arguments, defaults (messenger.call_reaper_settings) and validation
--- (SQLSTATE 22023) as the reaper; same selection: per phase the batch_size oldest-due active
--- calls past their window, skipping quarantined calls whose next attempt is still ahead.
+-- (SQLSTATE 22023) as the reaper; same selection (see _reap_phase), per phase: quarantined calls
+-- whose backoff expired (at most ceil(batch_size / 10), never more than 8), then healthy calls
+-- due within the last polling interval, then older healthy ones, oldest due first, batch_size
+-- in all; due is messenger.call_due_key, the reaper's one rule. Rows come per phase in due order.
 -- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
 -- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)
 -- and by what changes in between.
@@ -29,6 +31,11 @@ DECLARE
     v_ring     interval;
     v_stale    interval;
     v_as_of    timestamptz;
+    v_phase    text;
+    v_status   text;
+    v_new_status text;
+    v_end_reason text;
+    v_timeout  interval;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_batch := coalesce(preview_call_timeouts.batch_size, v_settings.batch_size);
@@ -37,33 +44,53 @@ BEGIN
     v_as_of := coalesce(preview_call_timeouts.as_of, clock_timestamp());
     PERFORM messenger._check_reaper_options(v_batch, v_ring, v_stale, v_as_of);
 
-    RETURN QUERY
-    SELECT 'ring_timeout'::text, r.call_id, r.status, 'Missed'::text, 'Timeout'::text,
-           r.started_at + v_ring, v_as_of - (r.started_at + v_ring),
-           format('Ringing since %s, longer than ring_timeout %s', r.started_at, v_ring)
-      FROM (SELECT s.call_id, s.status, s.started_at
+    FOR v_phase, v_status, v_new_status, v_end_reason, v_timeout IN
+        VALUES ('ring_timeout', 'Ringing', 'Missed', 'Timeout', v_ring),
+               ('stale_answered', 'Answered', 'Failed', 'Error', v_stale)
+    LOOP
+        RETURN QUERY
+        WITH expired AS (
+            SELECT q.call_id, q.next_attempt_at
+              FROM messenger.call_reaper_quarantine AS q
+             WHERE q.phase = v_phase AND q.next_attempt_at <= v_as_of
+             ORDER BY q.next_attempt_at, q.call_id
+             LIMIT least(8, (v_batch + 9) / 10)
+        ), retry AS (
+            SELECT s.call_id, s.status, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   format('quarantined (backoff expired at %s): retried', e.next_attempt_at) AS why
+              FROM expired AS e
+              JOIN messenger.call_sessions AS s ON s.call_id = e.call_id
+             WHERE s.status = v_status
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_as_of - v_timeout
+        ), fresh AS (
+            SELECT s.call_id, s.status, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   'due within the last polling interval'::text AS why
               FROM messenger.call_sessions AS s
-             WHERE s.status = 'Ringing'
-               AND s.started_at <= v_as_of - v_ring
-               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                WHERE q.call_id = s.call_id AND q.next_attempt_at > v_as_of)
-             ORDER BY s.started_at, s.call_id
-             LIMIT v_batch) AS r
-     ORDER BY r.started_at, r.call_id;
-
-    RETURN QUERY
-    SELECT 'stale_answered'::text, a.call_id, a.status, 'Failed'::text, 'Error'::text,
-           a.updated_at + v_stale, v_as_of - (a.updated_at + v_stale),
-           format('Answered with no progress since %s, longer than stale_timeout %s', a.updated_at, v_stale)
-      FROM (SELECT s.call_id, s.status, s.updated_at
+             WHERE s.status = v_status
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) > v_as_of - v_timeout - v_settings.polling_interval
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_as_of - v_timeout
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+             ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry), 0)
+        ), backlog AS (
+            SELECT s.call_id, s.status, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   'backlog, oldest due first'::text AS why
               FROM messenger.call_sessions AS s
-             WHERE s.status = 'Answered'
-               AND s.updated_at <= v_as_of - v_stale
-               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                WHERE q.call_id = s.call_id AND q.next_attempt_at > v_as_of)
-             ORDER BY s.updated_at, s.call_id
-             LIMIT v_batch) AS a
-     ORDER BY a.updated_at, a.call_id;
+             WHERE s.status = v_status
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_as_of - v_timeout - v_settings.polling_interval
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+             ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
+        )
+        SELECT v_phase, c.call_id, c.status, v_new_status, v_end_reason,
+               c.due_key + v_timeout, v_as_of - (c.due_key + v_timeout),
+               format('%s since %s, longer than %s %s; %s',
+                      CASE v_status WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,
+                      c.due_key, CASE v_status WHEN 'Ringing' THEN 'ring_timeout' ELSE 'stale_timeout' END,
+                      v_timeout, c.why)
+          FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog) AS c
+         ORDER BY c.due_key, c.call_id;
+    END LOOP;
 END
 $$;
 

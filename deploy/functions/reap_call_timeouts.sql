@@ -26,9 +26,18 @@ BEGIN;
 --
 -- Idempotent: only active calls are selected and the UPDATE re-checks the status, so a second
 -- cycle over closed calls changes nothing; the outbox's unique index refuses a second push.
--- Poison calls are isolated, quarantined with backoff and counted (see _reap_phase). Any other
--- error rolls back both phases, is recorded as a failed run and counted in errors; cancellation
+-- Claims and error classes: see _reap_phase. Healthy calls fill the batch before quarantined
+-- ones (at most 8 per phase); poison calls (an error about the call's data, e.g. SQLSTATE
+-- classes 22, 23, P0001) are bisected out, quarantined with backoff and counted. Transient and
+-- systemic errors (classes 08, 40, 42, 53, 55, 57, 58, F0, XX, or one error hitting every call
+-- of a phase's batch) roll back both phases: the run is recorded as failed with its SQLSTATE,
+-- counted in errors, nothing is quarantined and the next cycle retries. Cancellation
 -- (statement_timeout, pg_cancel_backend) is not caught and rolls back the whole cycle.
+-- A cycle opens at most 64 subtransactions (its guard block and every close attempt of both
+-- phases; half the attempts are kept for phase 2), so other sessions' snapshots never overflow
+-- the subtransaction cache; calls left untried are counted in the ledger's deferred_count, the
+-- subtransactions used in its subtransactions column. skipped_locked_count: due, not
+-- quarantined calls the claims passed because another transaction held them (not capped).
 --
 -- SECURITY DEFINER so the job role needs only EXECUTE; it runs as messenger_call_reaper_owner,
 -- which may read calls, update their transition columns, insert outbox rows and keep the
@@ -47,6 +56,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_lock_key constant bigint := 7161124095527313776;
+    c_subxact_budget constant integer := 64;
     v_started  constant timestamptz := clock_timestamp();
     v_settings messenger.call_reaper_settings;
     v_out      messenger.call_reaper_cycle;
@@ -59,6 +69,8 @@ DECLARE
     v_seconds  double precision;
     v_state    text;
     v_message  text;
+    v_subxacts integer;
+    v_deferred integer := 0;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_batch := coalesce(reap_call_timeouts.batch_size, v_settings.batch_size);
@@ -93,22 +105,25 @@ BEGIN
     RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
         to_json(v_out.as_of) #>> '{}';
 
+    -- This block is the cycle's first subtransaction; the phases share the rest of the budget,
+    -- phase 1 at most half, so poison in phase 1 never starves phase 2 of attempts.
     BEGIN
         SELECT * INTO STRICT v_ring_res
           FROM messenger._reap_phase('ring_timeout', v_out.run_id, v_out.as_of, v_ring, v_batch,
-                                     v_settings.poison_backoff, v_settings.poison_backoff_max);
+                                     v_settings.polling_interval, v_settings.poison_backoff,
+                                     v_settings.poison_backoff_max, (c_subxact_budget - 1) / 2);
         SELECT * INTO STRICT v_stale_res
           FROM messenger._reap_phase('stale_answered', v_out.run_id, v_out.as_of, v_stale, v_batch,
-                                     v_settings.poison_backoff, v_settings.poison_backoff_max);
-        -- Quarantine entries of calls that got closed (by us or by the product) are history.
-        DELETE FROM messenger.call_reaper_quarantine AS q
-         WHERE NOT EXISTS (SELECT FROM messenger.call_sessions AS c
-                            WHERE c.call_id = q.call_id AND c.status IN ('Ringing', 'Answered'));
+                                     v_settings.polling_interval, v_settings.poison_backoff,
+                                     v_settings.poison_backoff_max,
+                                     c_subxact_budget - 1 - v_ring_res.subtransactions);
         v_out.missed_count := v_ring_res.reaped;
         v_out.failed_count := v_stale_res.reaped;
         v_out.skipped_locked_count := v_ring_res.skipped_locked + v_stale_res.skipped_locked;
         v_out.poisoned_count := v_ring_res.poisoned + v_stale_res.poisoned;
         v_lags := v_ring_res.lag_seconds || v_stale_res.lag_seconds;
+        v_subxacts := 1 + v_ring_res.subtransactions + v_stale_res.subtransactions;
+        v_deferred := v_ring_res.deferred + v_stale_res.deferred;
         v_out.result := 'completed';
     EXCEPTION WHEN OTHERS THEN
         -- Both phases are rolled back; the run is still recorded and counted below.
@@ -126,10 +141,10 @@ BEGIN
     INSERT INTO messenger.call_reaper_runs
            (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout,
             stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
-            duration_ms, error_sqlstate, error_message)
+            duration_ms, subtransactions, deferred_count, error_sqlstate, error_message)
     VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch, v_ring,
             v_stale, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-            v_out.poisoned_count, v_out.duration_ms, v_state, v_message);
+            v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred, v_state, v_message);
 
     UPDATE messenger.call_reaper_counters AS k
        SET runs_completed = k.runs_completed + (v_out.result = 'completed')::integer,
@@ -154,15 +169,15 @@ BEGIN
            last_run_at     = clock_timestamp(),
            last_success_at = CASE WHEN v_out.result = 'completed' THEN clock_timestamp() ELSE k.last_success_at END;
 
-    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% duration_ms=%',
+    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=%',
         v_out.run_id, v_out.result, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-        v_out.poisoned_count, v_out.duration_ms;
+        v_out.poisoned_count, v_deferred, coalesce(v_subxacts::text, 'unknown'), v_out.duration_ms;
     RETURN v_out;
 END
 $$;
 
 COMMENT ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz) IS
-$$Runs one call-timeout reaper cycle: Ringing past ring_timeout -> Missed (CallMissed to the caller), then Answered idle past stale_timeout -> Failed (CallEnded to both parties), each with its outbox row in the same transaction. Arguments default (NULL) to messenger.call_reaper_settings; bad ones raise SQLSTATE 22023. Single runner via pg_try_advisory_xact_lock(7161124095527313776): busy returns lock_acquired = false at once. Rows claimed FOR NO KEY UPDATE SKIP LOCKED, batch_size per phase, oldest due first. Poison calls are quarantined and counted, not retried in a loop. Usage: SELECT * FROM messenger.reap_call_timeouts();$$;
+$$Runs one call-timeout reaper cycle: Ringing past ring_timeout -> Missed (CallMissed to the caller), then Answered idle past stale_timeout -> Failed (CallEnded to both parties), each with its outbox row in the same transaction. Arguments default (NULL) to messenger.call_reaper_settings; bad ones raise SQLSTATE 22023. Single runner via pg_try_advisory_xact_lock(7161124095527313776): busy returns lock_acquired = false at once. Rows claimed FOR NO KEY UPDATE SKIP LOCKED, batch_size per phase: healthy calls first (due in the last polling interval, then oldest due first), at most 8 quarantined calls whose backoff expired. skipped_locked_count = due, not quarantined calls the claims passed because another transaction held them (not capped). Poison calls (SQLSTATE about the call's data) are quarantined and counted; transient or systemic errors (classes 08, 40, 42, 53, 55, 57, 58, F0, XX, or one error hitting every call) fail the cycle, which the next one retries. At most 64 subtransactions per cycle. Usage: SELECT * FROM messenger.reap_call_timeouts();$$;
 
 REVOKE ALL ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz) FROM PUBLIC;
 ALTER FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz)

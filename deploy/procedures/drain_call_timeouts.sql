@@ -4,8 +4,12 @@ BEGIN;
 
 -- messenger.drain_call_timeouts(max_cycles, batch_size, ring_timeout, stale_timeout, as_of)
 --
--- Catch-up after an outage: runs reaper cycles one after another, COMMITting after each, until a
--- cycle finds nothing left to close (or max_cycles cycles have run). Each cycle is an ordinary
+-- Catch-up after an outage: runs reaper cycles one after another, COMMITting after each, while
+-- claimable overdue calls remain: it stops when a cycle claimed nothing it could act on (it
+-- closed, poisoned and deferred nothing: what is left is quarantined in its backoff or held by
+-- other transactions), when max_cycles cycles have run, or when a cycle fails. A cycle that
+-- closed nothing because it met only poison goes on: those calls are now quarantined and the
+-- next cycle claims the healthy ones behind them. Each cycle is an ordinary
 -- messenger.reap_call_timeouts call (same arguments, validation, lock, ledger and counters), so
 -- a drain is exactly what the job would have done, faster, in committed batch_size steps: an
 -- interrupted drain keeps what it committed. A cycle skipped because the scheduled job held the
@@ -51,7 +55,9 @@ BEGIN
             RETURN;
         ELSIF v_cycle.result = 'skipped' THEN
             PERFORM pg_catalog.pg_sleep(0.1);
-        ELSIF v_cycle.missed_count + v_cycle.failed_count = 0 THEN
+        ELSIF v_cycle.missed_count + v_cycle.failed_count + v_cycle.poisoned_count = 0
+              AND NOT EXISTS (SELECT FROM messenger.call_reaper_runs AS r
+                               WHERE r.run_id = v_cycle.run_id AND r.deferred_count > 0) THEN
             RETURN;
         END IF;
     END LOOP;
@@ -60,7 +66,7 @@ END
 $$;
 
 COMMENT ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) IS
-$$Catch-up: runs reaper cycles with a COMMIT after each until one closes nothing (or max_cycles). Returns cycles, missed, failed. Usage: CALL messenger.drain_call_timeouts(); or CALL messenger.drain_call_timeouts(max_cycles => 50, batch_size => 1000);$$;
+$$Catch-up: runs reaper cycles with a COMMIT after each while claimable overdue calls remain (stops when a cycle closed, poisoned and deferred nothing, after max_cycles, or when a cycle fails). Returns cycles, missed, failed. Usage: CALL messenger.drain_call_timeouts(); or CALL messenger.drain_call_timeouts(max_cycles => 50, batch_size => 1000);$$;
 
 REVOKE ALL ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) FROM PUBLIC;
 

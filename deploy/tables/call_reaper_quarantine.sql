@@ -1,8 +1,12 @@
 -- Deploy call_timeout_reaper:tables/call_reaper_quarantine to pg
 -- A poison call (its transition or outbox insert raised) is left active and parked here until
--- next_attempt_at, with a doubling backoff, so it can never crowd healthy calls out of a batch.
--- Deleting a row releases the call to the next cycle. Rows of calls that are no longer active
--- are removed by the reaper.
+-- next_attempt_at, with a doubling backoff. The healthy claim never takes a quarantined call;
+-- those whose backoff expired are retried through ix_call_reaper_quarantine_due, a bounded
+-- share per cycle (see _reap_phase), so they can never crowd healthy calls out of a batch.
+-- Deleting a row releases the call to the next cycle's healthy claim. A row whose call is no
+-- longer due in its phase (closed by the product, answered, or progressed) is removed when its
+-- backoff expires and the reaper looks at it again: the clean-up reads only those rows, never
+-- the whole quarantine.
 
 BEGIN;
 
@@ -18,6 +22,8 @@ CREATE TABLE messenger.call_reaper_quarantine (
     last_message    text        NOT NULL,
     last_run_id     uuid        NOT NULL
 );
+
+CREATE INDEX ix_call_reaper_quarantine_due ON messenger.call_reaper_quarantine (phase, next_attempt_at, call_id);
 
 COMMENT ON TABLE messenger.call_reaper_quarantine IS
     'Poison calls the reaper could not close: skipped until next_attempt_at. DELETE a row to retry the call next cycle.';

@@ -21,6 +21,12 @@ CREATE TABLE messenger.call_reaper_runs (
     skipped_locked_count integer     NOT NULL DEFAULT 0,
     poisoned_count       integer     NOT NULL DEFAULT 0,
     duration_ms          numeric     NOT NULL,
+    -- Subtransactions the cycle opened (its own guard block plus every close attempt; at most
+    -- 64, see _reap_phase); NULL for skipped cycles and failed ones (rolled back, uncounted).
+    subtransactions      integer,
+    -- Claimed calls left untouched because the subtransaction budget ran out: neither closed
+    -- nor quarantined, claimable again next cycle.
+    deferred_count       integer     NOT NULL DEFAULT 0,
     error_sqlstate       text,
     error_message        text,
     CONSTRAINT call_reaper_runs_skipped_iff_no_lock CHECK ((result = 'skipped') = (NOT lock_acquired))

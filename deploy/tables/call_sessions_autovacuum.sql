@@ -2,8 +2,8 @@
 
 BEGIN;
 
--- Why: a drain leaves one dead entry per closed call at the low end of ix_call_ringing_due,
--- ix_call_answered_due and ix_call_active, exactly where every cycle's range scans start, and
+-- Why: a drain leaves one dead entry per closed call at the low end of ix_call_due
+-- and ix_call_active, exactly where every cycle's range scans start, and
 -- they are only removed by a VACUUM. With the default scale factor (0.2) autovacuum waits for a
 -- fifth of call_sessions to be dead, which a backlog of any size short of that never reaches:
 -- the idle cycle then reads every dead entry's page (bench, 1M calls: 19 buffers before a 100k

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval);
+DROP FUNCTION IF EXISTS messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer);
 
 COMMIT;

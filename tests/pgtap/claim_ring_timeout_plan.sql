@@ -1,10 +1,10 @@
 -- The ring-timeout claim never scans call_sessions sequentially and never walks a call that is
--- not overdue: its plan is an index range scan bounded by the cutoff (ix_call_ringing_due or
--- ix_call_active), in the generic plan PL/pgSQL may cache as well as in a custom one, and on a
+-- not overdue: its plan is an index range scan bounded by the cutoff (the one due-rule index
+-- ix_call_due), in the generic plan PL/pgSQL may cache as well as in a custom one, and on a
 -- table where live and archived calls far outnumber the overdue ones. The statement explained
 -- is checked to be, word for word, the claim _reap_phase runs.
 BEGIN;
-SELECT plan(11);
+SELECT plan(12);
 
 -- 20 000 archived calls, 2 000 live Ringing ones (inside the 45 s window), 2 000 live Answered
 -- ones, and 30 Ringing calls that are overdue at as_of 2100-01-01 12:00.
@@ -29,16 +29,16 @@ ANALYZE messenger.call_sessions;
 -- The claim as _reap_phase writes it; its PL/pgSQL variables become the prepared statement's
 -- parameters, exactly as PL/pgSQL itself passes them.
 CREATE TEMP TABLE claim (sql text);
-INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at, s.started_at AS due_key
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = 'Ringing'
-                   AND s.started_at <= v_cutoff
-                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q
-                                    WHERE q.call_id = s.call_id AND q.next_attempt_at > p_as_of)
-                 ORDER BY s.started_at, s.call_id
-                 LIMIT p_batch_size
-                   FOR NO KEY UPDATE OF s SKIP LOCKED$$);
-SELECT ok(strpos(regexp_replace(pg_get_functiondef('messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval)'::regprocedure), '\s+', ' ', 'g'),
+INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
+              FROM messenger.call_sessions AS s
+             WHERE s.status = v_status
+               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
+               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+             ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+             LIMIT v_limit
+               FOR NO KEY UPDATE OF s SKIP LOCKED$$);
+SELECT ok(strpos(regexp_replace(pg_get_functiondef('messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer)'::regprocedure), '\s+', ' ', 'g'),
                  (SELECT regexp_replace(sql, '\s+', ' ', 'g') FROM claim)) > 0,
           'the statement explained here is the ring-timeout claim _reap_phase runs');
 
@@ -52,22 +52,28 @@ END
 $$;
 DO $$
 BEGIN
-    EXECUTE 'PREPARE claim_ring (timestamptz, timestamptz, integer) AS '
-         || replace(replace(replace((SELECT sql FROM claim), 'v_cutoff', '$1'), 'p_as_of', '$2'), 'p_batch_size', '$3');
+    EXECUTE 'PREPARE claim_ring (text, timestamptz, timestamptz, integer, uuid) AS '
+         || replace(replace(replace(replace(replace((SELECT sql FROM claim), 'v_status', '$1'), 'v_lane_lo_id', '$5'),
+                            'v_lane_lo', '$2'), 'v_lane_hi', '$3'), 'v_limit', '$4');
 END
 $$;
 
 -- Every plan node that reads call_sessions, for the generic and for a custom plan.
 CREATE TEMP TABLE scans (mode text, node jsonb);
+-- _reap_phase's own SET clause: a claim must never sort its lane.
+SELECT ok((SELECT 'enable_sort=off' = ANY (proconfig) FROM pg_proc
+            WHERE oid = 'messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer)'::regprocedure),
+          '_reap_phase runs its claims with enable_sort off');
+SET LOCAL enable_sort = off;
 SET LOCAL plan_cache_mode = force_generic_plan;
 INSERT INTO scans
 SELECT 'generic', n
-  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_ring('2100-01-01 11:59:15+00', '2100-01-01 12:00+00', 200)$$),
+  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_ring('Ringing', '-infinity', '2100-01-01 11:59:15+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff')$$),
                         'strict $.** ? (@."Relation Name" == "call_sessions")') AS n;
 SET LOCAL plan_cache_mode = force_custom_plan;
 INSERT INTO scans
 SELECT 'custom', n
-  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_ring('2100-01-01 11:59:15+00', '2100-01-01 12:00+00', 200)$$),
+  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_ring('Ringing', '-infinity', '2100-01-01 11:59:15+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff')$$),
                         'strict $.** ? (@."Relation Name" == "call_sessions")') AS n;
 RESET plan_cache_mode;
 
@@ -75,12 +81,12 @@ SELECT is((SELECT count(*)::integer FROM scans WHERE mode = 'generic'), 1, 'the 
 SELECT is((SELECT count(*)::integer FROM scans WHERE mode = 'custom'), 1, 'the custom plan reads call_sessions once');
 SELECT is((SELECT count(*)::integer FROM scans WHERE node->>'Node Type' NOT IN ('Index Scan', 'Index Only Scan')),
           0, 'neither plan scans call_sessions sequentially (or by bitmap): only index scans');
-SELECT ok((SELECT node->>'Index Cond' FROM scans WHERE mode = 'generic') LIKE '%started_at <= $1%',
+SELECT ok((SELECT node->>'Index Cond' FROM scans WHERE mode = 'generic') LIKE '%<= $3)%',
           'the generic plan bounds the index range by the cutoff parameter');
-SELECT ok((SELECT node->>'Index Cond' FROM scans WHERE mode = 'custom') LIKE '%started_at <= ''2100-01-01 11:59:15+00''%',
+SELECT ok((SELECT node->>'Index Cond' FROM scans WHERE mode = 'custom') LIKE '%<= ''2100-01-01 11:59:15+00''%',
           'the custom plan bounds the index range by the cutoff');
-SELECT ok((SELECT bool_and(node->>'Index Name' IN ('ix_call_ringing_due', 'ix_call_active')) FROM scans),
-          'the claim reads a partial index of active calls');
+SELECT ok((SELECT bool_and(node->>'Index Name' = 'ix_call_due') FROM scans),
+          'the claim reads ix_call_due, the one index of the due rule');
 SELECT is((SELECT (node->>'Actual Rows')::integer FROM scans WHERE mode = 'generic'), 30,
           'the generic plan reads exactly the 30 overdue calls');
 SELECT is((SELECT coalesce((node->>'Rows Removed by Filter')::integer, 0) FROM scans WHERE mode = 'generic'), 0,

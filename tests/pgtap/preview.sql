@@ -47,8 +47,8 @@ SELECT ok((SELECT bool_and(reason IS NOT NULL AND reason <> '')
           'every previewed call says why it would be closed');
 SELECT results_eq(
     $$SELECT call_id FROM messenger.preview_call_timeouts(batch_size => 1, as_of => '2100-01-01 03:00+00')$$,
-    $$VALUES ('00000000-0000-0000-0000-00000000e002'::uuid), ('00000000-0000-0000-0000-00000000e004'::uuid)$$,
-    'batch_size limits each phase, oldest due first, as in a cycle');
+    $$VALUES ('00000000-0000-0000-0000-00000000e001'::uuid), ('00000000-0000-0000-0000-00000000e004'::uuid)$$,
+    'batch_size limits each phase as in a cycle: a call due within the last polling interval first');
 SELECT is((SELECT count(*)::integer
              FROM messenger.preview_call_timeouts(as_of => '2100-01-01 03:02+00')
             WHERE call_id = '00000000-0000-0000-0000-00000000e006'),

@@ -59,6 +59,42 @@ def test_drain_runs_committed_cycles_until_nothing_is_left(conn, reaper_paused, 
     ).fetchone()[0] == 3
 
 
+def test_drain_goes_on_past_cycles_that_meet_only_poison(conn, reaper_paused, calls):
+    """30 poison calls ring longest, then 20 healthy ones, batch 10: the first three cycles
+    close nothing (they quarantine poison), the drain goes on, closes the healthy calls and
+    stops at the first cycle that finds nothing it can act on."""
+    poison = _insert_calls(conn, 30, 0, "2100-02-27 00:00:00+00")
+    healthy = _insert_calls(conn, 20, 0, FUTURE)
+    calls += poison + healthy
+    conn.execute("""
+        CREATE FUNCTION public.drain_poison() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = pg_catalog AS $$
+        BEGIN
+            IF NEW.started_at < '2100-02-28' AND NEW.status <> OLD.status THEN
+                RAISE EXCEPTION 'poison';
+            END IF;
+            RETURN NEW;
+        END $$""")
+    conn.execute("CREATE TRIGGER drain_poison BEFORE UPDATE ON messenger.call_sessions"
+                 " FOR EACH ROW EXECUTE FUNCTION public.drain_poison()")
+    try:
+        cycles, missed, failed = conn.execute(
+            "CALL messenger.drain_call_timeouts(batch_size => 10, as_of => %s::timestamptz + interval '1 day')",
+            (FUTURE,),
+        ).fetchone()
+    finally:
+        conn.execute("DROP TRIGGER drain_poison ON messenger.call_sessions")
+        conn.execute("DROP FUNCTION public.drain_poison()")
+    # 3 cycles of poison, 2 of healthy calls, one that finds nothing.
+    assert (cycles, missed, failed) == (6, 20, 0)
+    assert conn.execute(
+        "SELECT count(*) FROM messenger.call_sessions WHERE call_id = ANY(%s) AND status = 'Missed'", (healthy,)
+    ).fetchone()[0] == 20
+    assert conn.execute(
+        "SELECT count(*) FROM messenger.call_reaper_quarantine WHERE call_id = ANY(%s)", (poison,)
+    ).fetchone()[0] == 30
+
+
 def test_drain_stops_after_max_cycles(conn, reaper_paused, calls):
     calls += _insert_calls(conn, 25, 0, FUTURE)
     cycles, missed, _ = conn.execute(

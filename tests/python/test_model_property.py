@@ -5,11 +5,12 @@ and 1 µs either side, plus ties broken by call_id) go through random sequences 
 with a random batch_size and a non-decreasing as_of. After each cycle the calls, the outbox
 rows (in dispatch order) and the reported counts must equal the model's.
 
-The model follows the implementation's documented order: phase 1 by (started_at, call_id),
-phase 2 by its due time (updated_at, call_id) -- SPEC §2 says "oldest started_at first",
-which for phase 2 would sort the whole stale backlog every cycle (see
-deploy/indexes/ix_call_answered_due.sql); within a batch the two orders differ only in
-which stale calls wait for the next cycle.
+The model follows the implementation's documented order (deploy/functions/_reap_phase.sql):
+per phase, first the calls that became due within the last polling interval, then the older
+ones, each by due key (messenger.call_due_key: started_at for phase 1, updated_at for phase
+2), then call_id -- SPEC §2 says "oldest started_at first", which for phase 2 would sort the
+whole stale backlog every cycle, and a call the SLO still covers goes before the backlog.
+Within a batch the orders differ only in which calls wait for the next cycle.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from psycopg.rows import dict_row
 from reaper_support import CALL_COLUMNS, FUTURE, RING, STALE, US, delete_calls
 
 MAX_EXAMPLES = 100
+POLL = timedelta(seconds=15)  # messenger.call_reaper_settings.polling_interval default
 T0 = FUTURE
 EXAMPLES_RUN = []
 
@@ -58,19 +60,28 @@ class Model:
     calls: dict[uuid.UUID, Call]
     outbox: list[tuple] = field(default_factory=list)
 
+    @staticmethod
+    def claim(due, key, cutoff, batch_size):
+        """Fresh lane (due within the last polling interval) first, then the backlog."""
+        fresh = sorted((c for c in due if key(c) > cutoff - POLL),
+                       key=lambda c: (key(c), c.call_id))[:batch_size]
+        backlog = sorted((c for c in due if key(c) <= cutoff - POLL),
+                         key=lambda c: (key(c), c.call_id))[:batch_size - len(fresh)]
+        return fresh + backlog
+
     def cycle(self, as_of, batch_size, run_id):
-        ringing = sorted((c for c in self.calls.values()
-                          if c.status == "Ringing" and c.started_at <= as_of - RING),
-                         key=lambda c: (c.started_at, c.call_id))[:batch_size]
+        ringing = self.claim([c for c in self.calls.values()
+                              if c.status == "Ringing" and c.started_at <= as_of - RING],
+                             lambda c: c.started_at, as_of - RING, batch_size)
         for c in ringing:
             self.calls[c.call_id] = replace(c, status="Missed", end_reason="Timeout",
                                             ended_at=as_of, updated_at=as_of,
                                             duration_seconds=None)
             self.outbox.append(self.push("CallMissed", c.caller_user_id, c, "Missed", run_id,
                                          as_of))
-        stale = sorted((c for c in self.calls.values()
-                        if c.status == "Answered" and c.updated_at <= as_of - STALE),
-                       key=lambda c: (c.updated_at, c.call_id))[:batch_size]
+        stale = self.claim([c for c in self.calls.values()
+                            if c.status == "Answered" and c.updated_at <= as_of - STALE],
+                           lambda c: c.updated_at, as_of - STALE, batch_size)
         for c in stale:
             self.calls[c.call_id] = replace(c, status="Failed", end_reason="Error",
                                             ended_at=as_of, updated_at=as_of,

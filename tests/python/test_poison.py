@@ -104,15 +104,19 @@ def test_poison_filling_whole_batches_never_starves_healthy_calls(conn, calls, p
     assert {r["status"] for r in call_rows(conn, good_ids).values()} == {"Missed"}
     assert {r["status"] for r in call_rows(conn, bad_ids).values()} == {"Ringing"}
 
-    # Past the backoff they are retried (oldest first) and the backoff doubles.
+    # Past the backoff they are retried, a bounded share of each batch (ceil(5 / 10) = 1),
+    # earliest next attempt first, and the backoff doubles.
     retry_at = AS_OF + BACKOFF + timedelta(seconds=1)
-    fourth = reap(conn, as_of=retry_at, batch_size=5)
-    assert (fourth["missed_count"], fourth["poisoned_count"]) == (0, 5)
+    retried = []
+    for i in range(5):
+        cycle = reap(conn, as_of=retry_at + i * timedelta(seconds=15), batch_size=5)
+        assert (cycle["missed_count"], cycle["poisoned_count"]) == (0, 1)
+        retried.append(retry_at + i * timedelta(seconds=15))
     q = quarantine(conn, bad_ids)
-    oldest = sorted(bad, key=lambda r: r["started_at"])[:5]
-    for r in oldest:
-        assert q[r["call_id"]]["attempts"] == 2
-        assert q[r["call_id"]]["next_attempt_at"] == retry_at + 2 * BACKOFF
+    first_five = sorted(bad, key=lambda r: r["started_at"])[:5]  # quarantined by the first cycle
+    assert [q[r["call_id"]]["attempts"] for r in first_five] == [2] * 5
+    assert sorted(q[r["call_id"]]["next_attempt_at"] for r in first_five) == \
+        [at + 2 * BACKOFF for at in retried]
     assert assert_all_or_nothing(conn, bad_ids + good_ids) == (3, 3)
 
 
@@ -184,6 +188,11 @@ def test_quarantine_row_of_a_call_closed_elsewhere_is_removed(conn, calls, poiso
     # The product declines it meanwhile.
     conn.execute("UPDATE messenger.call_sessions SET status = 'Declined', end_reason = 'Declined',"
                  " ended_at = %s, updated_at = %s WHERE call_id = %s", [AS_OF, AS_OF, call_id])
+    # The clean-up reads only quarantine rows whose retry is due, never the whole quarantine:
+    # the row stays through its backoff and goes at its next attempt.
     reap(conn, as_of=AS_OF + timedelta(seconds=15))
+    assert list(quarantine(conn, [call_id])) == [call_id]
+    cleaned = reap(conn, as_of=AS_OF + BACKOFF)
     assert quarantine(conn, [call_id]) == {}
+    assert (cleaned["missed_count"], cleaned["poisoned_count"]) == (0, 0)
     assert outbox_rows(conn, [call_id]) == []

@@ -49,14 +49,21 @@ OWNER_PRIVILEGES = {
     ("call_reaper_quarantine", "INSERT", None),
     ("call_reaper_quarantine", "UPDATE", None),
     ("call_reaper_quarantine", "DELETE", None),
+    ("call_reaper_claim_floor", "SELECT", None),
+    ("call_reaper_claim_floor", "INSERT", None),
+    ("call_reaper_claim_floor", "UPDATE", None),
+    ("call_reaper_claim_floor", "DELETE", None),
 }
+# The due rule: a pure IMMUTABLE function every writer of call_sessions evaluates through
+# ix_call_due, so PUBLIC keeps EXECUTE on it (deploy/functions/call_due_key.sql).
+PUBLIC_ROUTINES = {"messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)"}
 # The job role runs the reaper and the pg_cron tick procedure; the only data it may read is
 # the polling interval, the pause flag and the batch size (catch-up). No purge (any cutoff
 # would wipe history), no cron.
-JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks"}
+JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks", "call_due_key"}
 JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "paused", "batch_size"}))}
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
-          "call_reaper_counters", "call_reaper_quarantine"]
+          "call_reaper_counters", "call_reaper_quarantine", "call_reaper_claim_floor"]
 
 
 def table_privileges(conn, role):
@@ -134,7 +141,8 @@ def test_public_cannot_execute_any_messenger_routine(conn, stranger, login):
         " WHERE p.pronamespace = 'messenger'::regnamespace"
         "   AND (p.proacl IS NULL OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl) a"
         "                                    WHERE a.grantee = 0))").fetchall()
-    assert public == [], "routines PUBLIC may execute (NULL proacl means PUBLIC may)"
+    assert {r[0] for r in public} == PUBLIC_ROUTINES, \
+        "routines PUBLIC may execute (NULL proacl means PUBLIC may)"
     with login(stranger) as c, pytest.raises(errors.InsufficientPrivilege):
         c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", [AS_OF])
 
@@ -403,7 +411,7 @@ def test_logs_are_key_value_with_ids_only(conn, make_conn, calls, reaper_paused)
 
     reaper_lines = [line for line in lines if line.startswith("call_reaper ")]
     events = {parse_log_line(line)["event"] for line in reaper_lines}
-    assert {"cycle_started", "batch_selected", "call_reaped", "batch_failed", "item_failed",
+    assert {"cycle_started", "batch_selected", "calls_reaped", "item_failed",
             "cycle_completed", "cycle_failed", "cycle_skipped"} <= events
     known_ids = {str(v) for r in good + [bad] for v in
                  (r["call_id"], r["caller_user_id"], r["callee_user_id"])}
@@ -414,6 +422,11 @@ def test_logs_are_key_value_with_ids_only(conn, make_conn, calls, reaper_paused)
                 # The error's primary message only, quoted: never its DETAIL.
                 assert value.startswith('"') and value.endswith('"'), line
                 json.loads(value)
+                continue
+            if key == "calls":
+                # call_id/caller/callee of every closed call, comma-separated: ids only.
+                for call in value.split(","):
+                    assert [u in known_ids for u in call.split("/")] == [True] * 3, line
                 continue
             assert VALUE.match(value), f"{key}={value} in {line!r}"
             if re.fullmatch(UUID, value) and key != "run_id":

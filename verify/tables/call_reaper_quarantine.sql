@@ -7,4 +7,6 @@ SELECT call_id, phase, attempts, first_failed_at, last_failed_at, next_attempt_a
   FROM messenger.call_reaper_quarantine
  WHERE false;
 
+SELECT 'messenger.ix_call_reaper_quarantine_due'::regclass;
+
 ROLLBACK;
