@@ -8,7 +8,12 @@
 
 BEGIN;
 
-SELECT cron.schedule('messenger-call-reaper-purge', '17 * * * *',
-                     'SELECT * FROM messenger.purge_call_reaper_history()');
+-- PERFORM, not SELECT: sqitch deploy would print the job id.
+DO $$
+BEGIN
+    PERFORM cron.schedule('messenger-call-reaper-purge', '17 * * * *',
+                          'SELECT * FROM messenger.purge_call_reaper_history()');
+END
+$$;
 
 COMMIT;

@@ -7,6 +7,11 @@
 
 BEGIN;
 
-SELECT cron.schedule('messenger-call-reaper-warden', '* * * * *', 'CALL messenger.run_call_reaper_warden()');
+-- PERFORM, not SELECT: sqitch deploy would print the job id.
+DO $$
+BEGIN
+    PERFORM cron.schedule('messenger-call-reaper-warden', '* * * * *', 'CALL messenger.run_call_reaper_warden()');
+END
+$$;
 
 COMMIT;
