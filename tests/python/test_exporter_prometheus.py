@@ -15,7 +15,8 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from exporter_support import REPO, dashboard_queries, reap
+from exporter_support import REPO, dashboard_queries
+from reaper_support import reap
 
 P = "messenger_call_reaper_"
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
