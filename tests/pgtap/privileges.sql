@@ -5,7 +5,7 @@
 -- here). What needs a real login as a role (denials, pg_hba, search_path attacks) is in
 -- tests/python/test_security.py.
 BEGIN;
-SELECT plan(11);
+SELECT plan(12);
 
 CREATE TEMP VIEW who (oid, name) AS
 SELECT r.oid, CASE WHEN r.rolname = session_user THEN 'deployer' ELSE r.rolname::text END
@@ -145,13 +145,22 @@ SELECT bag_eq(
              ('messenger_call_reaper_monitor', true, false, 0, '{}'::text[])$$,
     'the reaper''s roles: login, no privileged attribute, no membership, their settings');
 
--- pg_cron: the job runs as the job role, which cannot reach schema cron (it could unschedule
--- or rewrite its job) and is no superuser.
+-- pg_cron: the reaper job runs as the job role, which cannot reach schema cron (it could
+-- unschedule or rewrite its job) and is no superuser; the purge and the warden run as the
+-- deployer, so the job role needs no right to delete history, and the warden, which may end a
+-- superuser's backend, as a superuser.
 SELECT bag_eq(
-    $$SELECT j.jobname::text, j.username::text FROM cron.job AS j
-       WHERE j.jobname = 'messenger-call-timeout-reaper'$$,
-    $$VALUES ('messenger-call-timeout-reaper', 'messenger_call_reaper')$$,
-    'the reaper job runs as the job role');
+    $$SELECT j.jobname::text, CASE WHEN j.username = session_user THEN 'deployer' ELSE j.username::text END
+        FROM cron.job AS j
+       WHERE j.jobname IN ('messenger-call-timeout-reaper', 'messenger-call-reaper-purge',
+                           'messenger-call-reaper-warden')$$,
+    $$VALUES ('messenger-call-timeout-reaper', 'messenger_call_reaper'),
+             ('messenger-call-reaper-purge', 'deployer'),
+             ('messenger-call-reaper-warden', 'deployer')$$,
+    'the reaper job runs as the job role, the purge and warden jobs as the deployer');
+SELECT ok((SELECT r.rolsuper FROM cron.job AS j JOIN pg_roles AS r ON r.rolname = j.username
+            WHERE j.jobname = 'messenger-call-reaper-warden'),
+          'the warden job runs as a superuser (it may end a superuser''s backend)');
 SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
                  WHERE r.rolname LIKE 'messenger\_call\_reaper%'
                    AND has_schema_privilege(r.oid, 'cron', 'USAGE') ORDER BY 1),
