@@ -27,15 +27,12 @@ VENV  := .venv
 # Inside .venv, so deleting .venv by hand also forces a reinstall.
 STAMP := $(VENV)/.stamp-requirements-dev
 
-# The server settings SPEC.md §4 supports, nothing more; max_worker_processes leaves
-# room for pg_cron's launcher and its background-worker jobs beside autovacuum & co.
+# The server settings live in server.conf (also read by scripts/local-cluster and the failover
+# test); here they become pg_virtualenv options, -o key=value, one per setting line.
+SERVER_OPTIONS := $(shell sed -n 's/^\([a-z_.]*\) *= *\([^ \#]*\).*/-o \1=\2/p' server.conf)
 # -t keeps the cluster in a temp dir even as root: a killed run then leaves nothing in
 # /etc/postgresql that would make the next pg_virtualenv refuse to start.
-PG_VIRTUALENV := pg_virtualenv -t -v 15 \
-	-o shared_preload_libraries=pg_cron \
-	-o cron.database_name=messenger \
-	-o cron.use_background_workers=on \
-	-o max_worker_processes=16
+PG_VIRTUALENV := pg_virtualenv -t -v 15 $(SERVER_OPTIONS)
 
 .PHONY: deps apt-deps test lint clean bench run-exporter alerts-test
 
@@ -110,14 +107,12 @@ clean: clean-run
 # autovacuum ANALYZE running meanwhile holds back the horizon so that VACUUM leaves the dead
 # index entries of the previous contestant behind for the next one to walk (its after-drain part
 # turns autovacuum on for itself). No timed checkpoint: the bench checkpoints before each
-# contestant, so each pays the same full-page writes in its WAL bytes.
+# contestant, so each pays the same full-page writes in its WAL bytes. The options after
+# $(PG_VIRTUALENV)'s override its server.conf values (pg_createcluster keeps the last one).
 # Sizes come from the environment: make bench HISTORY=1000000 IDLE_HISTORY=1000000,10000000
 bench: deps
-	pg_virtualenv -t -v 15 \
+	$(PG_VIRTUALENV) \
 		-o shared_preload_libraries=pg_cron,pg_stat_statements \
 		-o autovacuum=off \
 		-o checkpoint_timeout=30min \
-		-o cron.database_name=messenger \
-		-o cron.use_background_workers=on \
-		-o max_worker_processes=16 \
 		bench/in-cluster

@@ -46,12 +46,15 @@ import uuid
 
 import psycopg
 
+# The names shared with the tests (job, roles, the SQL expression of the lock key).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "python"))
+from reaper_facts import JOB_NAME, LOCK_KEY_SQL
+
 # The bench lives in its own far-future window so no clock-driven job ever finds its rows
 # overdue; every cycle gets this as_of.
 AS_OF = dt.datetime(2099, 6, 1, 12, 0, tzinfo=dt.UTC)
 HISTORY_SPAN_DAYS = 365
 RECENT = dt.timedelta(days=3)  # history ends here; backlog and live calls start after it
-LOCK_KEY = 7161124095527313776
 RING_TIMEOUT = dt.timedelta(seconds=45)
 STALE_TIMEOUT = dt.timedelta(hours=2)
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -253,7 +256,7 @@ class Bench:
             sys.exit("bench: messenger.reap_call_timeouts is not deployed in this database")
         # The scheduled job must not compete for the single-runner lock while we measure.
         if a.execute("SELECT to_regclass('cron.job')").fetchone()[0] is not None:
-            a.execute("SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = 'messenger-call-timeout-reaper'")
+            a.execute("SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = %s", [JOB_NAME])
         if a.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]:
             sys.exit("bench: messenger.call_sessions is not empty; run the bench on a throwaway database")
         if self.args.partitioned:
@@ -448,7 +451,7 @@ class Bench:
             while True:
                 closed = 0
                 with c.transaction():
-                    if not c.execute("SELECT pg_try_advisory_xact_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
+                    if not c.execute(f"SELECT pg_try_advisory_xact_lock({LOCK_KEY_SQL})").fetchone()[0]:
                         sys.exit("bench: the peer lost its lock to someone else")
                     run_id = c.execute("SELECT gen_random_uuid()").fetchone()[0]
                     for phase, (cutoff, src, dst, reason, kind, both) in PEER_RULES.items():

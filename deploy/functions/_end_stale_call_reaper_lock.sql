@@ -5,8 +5,8 @@ BEGIN;
 -- messenger._end_stale_call_reaper_lock() RETURNS integer
 --
 -- The lock warden's one check: no transaction may keep the reaper's single-runner lock
--- (pg_try_advisory_xact_lock(7161124095527313776); in pg_locks classid 1667329132, objid
--- 1919246704, objsubid 1) past its bounds, busy or idle, whoever runs it. It looks only at the
+-- (pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()), found in pg_locks as that
+-- function's comment says) past its bounds, busy or idle, whoever runs it. It looks only at the
 -- backend holding that lock in this database and, counting from that backend's transaction
 -- start (never later than when it took the lock):
 --   * a scheduled cycle (the job role messenger_call_reaper, which only pg_cron runs) older than
@@ -45,7 +45,8 @@ BEGIN
          WHERE l.locktype = 'advisory' AND l.granted
            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
                               WHERE d.datname = pg_catalog.current_database())
-           AND l.classid = 1667329132 AND l.objid = 1919246704 AND l.objsubid = 1
+           AND (l.classid::bigint << 32 | l.objid::bigint) = messenger.call_reaper_lock_key()
+           AND l.objsubid = 1
            AND l.pid <> pg_catalog.pg_backend_pid()
     LOOP
         IF h.usename = 'messenger_call_reaper' AND h.age > c_max_run + interval '5 seconds' THEN

@@ -8,7 +8,7 @@ BEGIN;
 -- purged skipped rows are added to call_reaper_counters.runs_skipped_purged IN THE SAME
 -- STATEMENT as the DELETE: no reader can ever see the total drop, the counter stays monotonic.
 -- Locking: the counters row is only written by the holder of the reaper's single-runner lock
--- (7161124095527313776); when a cycle holds it, nothing is purged (zero counts) and the next
+-- (messenger.call_reaper_lock_key()); when a cycle holds it, nothing is purged (zero counts) and the next
 -- purge catches up. The lock is held to the end of the caller's transaction.
 -- SECURITY DEFINER so the caller needs no DELETE on the ledger; owned by
 -- messenger_call_reaper_owner, which already keeps the reaper's state. EXECUTE is granted to
@@ -37,7 +37,7 @@ BEGIN
     SELECT p_as_of - s.retention INTO STRICT cutoff FROM messenger.call_reaper_settings AS s;
     runs_purged := 0;
     skipped_purged := 0;
-    IF NOT pg_try_advisory_xact_lock(7161124095527313776) THEN
+    IF NOT pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()) THEN
         RAISE LOG 'call_reaper event=purge_skipped reason=lock_busy';
         RETURN;
     END IF;

@@ -2,6 +2,10 @@
 
 BEGIN;
 
+-- The body calls messenger.call_reaper_lock_key(), a later change of sqitch.plan: checked when
+-- it runs (verify, tests), not at CREATE.
+SET LOCAL check_function_bodies = off;
+
 -- messenger.call_reaper_status() RETURNS one row
 --
 -- What a DBA asks before and after pausing, resuming or changing the reaper, in one read:
@@ -52,8 +56,8 @@ SELECT s.paused,
                       WHERE l.locktype = 'advisory' AND l.granted
                         AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
                                            WHERE d.datname = pg_catalog.current_database())
-                        -- key 7161124095527313776 (see reap_call_timeouts)
-                        AND l.classid = 1667329132 AND l.objid = 1919246704 AND l.objsubid = 1
+                        AND (l.classid::bigint << 32 | l.objid::bigint) = messenger.call_reaper_lock_key()
+                        AND l.objsubid = 1
                       LIMIT 1) AS h ON true
   LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
                       ORDER BY o.started_at DESC LIMIT 1) AS r ON true

@@ -16,8 +16,8 @@ BEGIN;
 --   as_of         the cycle's "now" (default clock_timestamp()); tests pass it instead of sleeping
 -- Bad values raise SQLSTATE 22023 naming the argument, before anything is touched.
 --
--- Locking: pg_try_advisory_xact_lock(7161124095527313776) -- the bytes of 'callreap'; in
--- pg_locks: classid 1667329132, objid 1919246704, objsubid 1. Busy: returns at once with
+-- Locking: pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()), the single-runner
+-- lock (call_reaper_lock_key says how it shows in pg_locks). Busy: returns at once with
 -- lock_acquired = false and zero counts (the skipped run is recorded). The lock is held to the
 -- end of the caller's transaction, and idle_in_transaction_session_timeout is set to the
 -- configured lock_ttl for the rest of that transaction, so a forgotten open transaction cannot
@@ -55,7 +55,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    c_lock_key constant bigint := 7161124095527313776;
+    c_lock_key constant bigint := messenger.call_reaper_lock_key();
     c_subxact_budget constant integer := 64;
     v_started  constant timestamptz := clock_timestamp();
     v_settings messenger.call_reaper_settings;
@@ -177,7 +177,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz) IS
-$$Runs one call-timeout reaper cycle: Ringing past ring_timeout -> Missed (CallMissed to the caller), then Answered idle past stale_timeout -> Failed (CallEnded to both parties), each with its outbox row in the same transaction. Arguments default (NULL) to messenger.call_reaper_settings; bad ones raise SQLSTATE 22023. Single runner via pg_try_advisory_xact_lock(7161124095527313776): busy returns lock_acquired = false at once. Rows claimed FOR NO KEY UPDATE SKIP LOCKED, batch_size per phase: healthy calls first (due in the last polling interval, then oldest due first), at most 8 quarantined calls whose backoff expired. skipped_locked_count = due, not quarantined calls the claims passed because another transaction held them (not capped). Poison calls (SQLSTATE about the call's data) are quarantined and counted; transient or systemic errors (classes 08, 40, 42, 53, 55, 57, 58, F0, XX, or one error hitting every call) fail the cycle, which the next one retries. At most 64 subtransactions per cycle. Usage: SELECT * FROM messenger.reap_call_timeouts();$$;
+$$Runs one call-timeout reaper cycle: Ringing past ring_timeout -> Missed (CallMissed to the caller), then Answered idle past stale_timeout -> Failed (CallEnded to both parties), each with its outbox row in the same transaction. Arguments default (NULL) to messenger.call_reaper_settings; bad ones raise SQLSTATE 22023. Single runner via pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()): busy returns lock_acquired = false at once. Rows claimed FOR NO KEY UPDATE SKIP LOCKED, batch_size per phase: healthy calls first (due in the last polling interval, then oldest due first), at most 8 quarantined calls whose backoff expired. skipped_locked_count = due, not quarantined calls the claims passed because another transaction held them (not capped). Poison calls (SQLSTATE about the call's data) are quarantined and counted; transient or systemic errors (classes 08, 40, 42, 53, 55, 57, 58, F0, XX, or one error hitting every call) fail the cycle, which the next one retries. At most 64 subtransactions per cycle. Usage: SELECT * FROM messenger.reap_call_timeouts();$$;
 
 REVOKE ALL ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz) FROM PUBLIC;
 ALTER FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz)

@@ -1,6 +1,6 @@
--- Shape and privileges: the fixed interface of SPEC §4 and least privilege.
+-- Shape: the fixed interface of SPEC §4 (privileges: privileges.sql).
 BEGIN;
-SELECT plan(27);
+SELECT plan(14);
 
 SELECT has_schema('messenger', 'schema messenger exists');
 SELECT has_table('messenger', 'call_sessions', 'messenger.call_sessions exists');
@@ -29,44 +29,9 @@ SELECT has_function('messenger', 'reap_call_timeouts',
 SELECT function_returns('messenger', 'reap_call_timeouts',
     ARRAY['integer', 'interval', 'interval', 'timestamp with time zone'], 'messenger.call_reaper_cycle',
     'reap_call_timeouts returns one call_reaper_cycle row');
-SELECT is_definer('messenger', 'reap_call_timeouts',
-    ARRAY['integer', 'interval', 'interval', 'timestamp with time zone'],
-    'reap_call_timeouts is SECURITY DEFINER');
-SELECT is((SELECT proconfig FROM pg_proc
-            WHERE oid = 'messenger.reap_call_timeouts(integer, interval, interval, timestamptz)'::regprocedure),
-          ARRAY['search_path=pg_catalog, pg_temp'],
-          'reap_call_timeouts pins search_path to pg_catalog, pg_temp');
-SELECT function_owner_is('messenger', 'reap_call_timeouts',
-    ARRAY['integer', 'interval', 'interval', 'timestamp with time zone'], 'messenger_call_reaper_owner',
-    'reap_call_timeouts is owned by the dedicated owner role');
-SELECT function_privs_are('messenger', 'reap_call_timeouts',
-    ARRAY['integer', 'interval', 'interval', 'timestamp with time zone'], 'messenger_call_reaper',
-    ARRAY['EXECUTE'], 'the job role may execute the reaper');
-SELECT function_privs_are('messenger', 'reap_call_timeouts',
-    ARRAY['integer', 'interval', 'interval', 'timestamp with time zone'], 'public',
-    ARRAY[]::text[], 'PUBLIC may not execute the reaper');
-SELECT is(ARRAY(SELECT p.proname::text FROM pg_proc p
-                 WHERE p.pronamespace = 'messenger'::regnamespace
-                   AND has_function_privilege('public', p.oid, 'EXECUTE')
-                 ORDER BY 1),
-          ARRAY['call_due_key']::text[],
-          'no function in schema messenger is executable by PUBLIC but call_due_key, which every writer of call_sessions evaluates through ix_call_due');
 
 SELECT has_role('messenger_call_reaper', 'the job role exists');
 SELECT has_role('messenger_call_reaper_monitor', 'the monitor role exists');
-SELECT isnt_superuser('messenger_call_reaper', 'the job role is not a superuser');
-SELECT isnt_superuser('messenger_call_reaper_owner', 'the owner role is not a superuser');
-SELECT ok((SELECT rolcanlogin FROM pg_roles WHERE rolname = 'messenger_call_reaper'),
-          'the job role can log in, as pg_cron background workers need on PostgreSQL 15');
-SELECT ok((SELECT rolconfig @> ARRAY['statement_timeout=30s', 'idle_in_transaction_session_timeout=1min']
-             FROM pg_roles WHERE rolname = 'messenger_call_reaper'),
-          'the job role bounds a cycle (30 s) and an idle lock holder (1 min)');
-SELECT table_privs_are('messenger', 'call_sessions', 'messenger_call_reaper', ARRAY[]::text[],
-    'the job role cannot touch calls directly');
-SELECT table_privs_are('messenger', 'realtime_outbox', 'messenger_call_reaper', ARRAY[]::text[],
-    'the job role cannot touch the outbox directly');
-SELECT table_privs_are('messenger', 'call_sessions', 'messenger_call_reaper_monitor', ARRAY[]::text[],
-    'the monitor role cannot read calls');
 
 SELECT * FROM finish();
 ROLLBACK;

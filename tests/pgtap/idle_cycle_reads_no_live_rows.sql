@@ -6,25 +6,7 @@
 BEGIN;
 SELECT plan(8);
 
--- 2 000 live Ringing calls (inside their 45 s window), 2 000 live Answered ones (progress in
--- the last 2 h) and 20 000 archived calls, all before as_of 2100-01-01 12:00.
-INSERT INTO messenger.call_sessions
-       (call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
-        started_at, answered_at, ended_at, updated_at, duration_seconds)
-SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ended', 'Hangup',
-       t, t + interval '5 seconds', t + interval '1 minute', t + interval '1 minute', 55
-  FROM generate_series(1, 20000) AS g,
-       LATERAL (SELECT timestamptz '2100-01-01 11:00+00' - g * interval '1 minute') AS x (t)
-UNION ALL
-SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', NULL,
-       t, NULL, NULL, t, NULL
-  FROM generate_series(1, 2000) AS g,
-       LATERAL (SELECT timestamptz '2100-01-01 12:00+00' - g * interval '20 milliseconds') AS x (t)
-UNION ALL
-SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answered', NULL,
-       t - interval '1 hour', t - interval '59 minutes', NULL, t, NULL
-  FROM generate_series(1, 2000) AS g,
-       LATERAL (SELECT timestamptz '2100-01-01 12:00+00' - g * interval '3 seconds') AS x (t);
+\ir fixtures/live_and_archived_calls.sql
 ANALYZE messenger.call_sessions;
 
 CREATE TEMP TABLE reads (label text, scans bigint, seq_rows bigint, index_entries bigint);

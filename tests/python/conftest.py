@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 import reaper_support
-from exporter_support import MONITOR, Exporter
+from exporter_support import Exporter
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from reaper_facts import JOB_NAME, LOCK_KEY_SQL
+from reaper_facts import MONITOR_ROLE as MONITOR
 
 
 def _describe(dsn: str) -> str:
@@ -99,11 +101,6 @@ def calls(dsn: str) -> Iterator[reaper_support.Calls]:
         reaper_support.delete_calls(connection, made.ids)
 
 
-REAPER_JOB = "messenger-call-timeout-reaper"
-REAPER_ROLE = "messenger_call_reaper"
-REAPER_LOCK_KEY = 7161124095527313776
-
-
 def set_reaper_job_active(conn: psycopg.Connection, active: bool) -> bool:
     """Resume or pause the scheduled reaper with its SQL verbs; returns whether it ran before."""
     verb = "resume_call_reaper" if active else "pause_call_reaper"
@@ -127,11 +124,11 @@ def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
         if in_flight == 0:
             break
         if time.monotonic() > deadline:
-            pytest.fail(f"a run of {REAPER_JOB} was still executing after {timeout:.0f} s", pytrace=False)
+            pytest.fail(f"a run of {JOB_NAME} was still executing after {timeout:.0f} s", pytrace=False)
         time.sleep(0.2)
     conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
-    conn.execute("SELECT pg_advisory_lock(%s)", (REAPER_LOCK_KEY,))
-    conn.execute("SELECT pg_advisory_unlock(%s)", (REAPER_LOCK_KEY,))
+    conn.execute(f"SELECT pg_advisory_lock({LOCK_KEY_SQL})")
+    conn.execute(f"SELECT pg_advisory_unlock({LOCK_KEY_SQL})")
     conn.execute("RESET lock_timeout")
 
 

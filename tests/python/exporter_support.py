@@ -14,17 +14,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-import psycopg
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
-from psycopg import sql
-from psycopg.rows import dict_row
 
 REPO = Path(__file__).resolve().parents[2]
-MONITOR = "messenger_call_reaper_monitor"
-LOCK_KEY = 7161124095527313776
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
 
 Samples = dict[tuple[str, frozenset], float]
@@ -61,16 +56,6 @@ def collect_once(collector) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=True)
     registry.register(collector)
     return snapshot(registry.collect())
-
-
-def reap(conn: psycopg.Connection, **args) -> dict:
-    """One reaper cycle; returns its result row as a dict."""
-    names = list(args)
-    query = sql.SQL("SELECT * FROM messenger.reap_call_timeouts({})").format(
-        sql.SQL(", ").join(sql.SQL("{} => {}").format(sql.Identifier(n), sql.Placeholder(n))
-                           for n in names))
-    cur = conn.cursor(row_factory=dict_row)
-    return cur.execute(query, args).fetchone()
 
 
 class Exporter:

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 import psycopg
+from reaper_facts import JOB_ROLE
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLBACK = ROOT / "scripts" / "patroni-on-role-change"
@@ -193,12 +194,12 @@ class HaCluster:
                 # The callback's line comes first: the job role logs in over the node's own
                 # socket by peer authentication, mapped from the OS user Patroni runs as.
                 "pg_hba": [
-                    f"local {DB} messenger_call_reaper peer map=call_reaper",
+                    f"local {DB} {JOB_ROLE} peer map=call_reaper",
                     "local all all trust",
                     "host all all 127.0.0.1/32 trust",
                     "host replication replicator 127.0.0.1/32 trust",
                 ],
-                "pg_ident": [f"call_reaper {self.os_user} messenger_call_reaper"],
+                "pg_ident": [f"call_reaper {self.os_user} {JOB_ROLE}"],
                 "callbacks": {"on_role_change": callback, "on_start": callback},
                 "parameters": {
                     "unix_socket_directories": str(node.dir),

@@ -15,15 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
-
-# The single-runner lock (deploy/functions/reap_call_timeouts.sql).
-LOCK_KEY = 7161124095527313776
-JOB_NAME = "messenger-call-timeout-reaper"
-JOB_ROLE = "messenger_call_reaper"
-OWNER_ROLE = "messenger_call_reaper_owner"
-MONITOR_ROLE = "messenger_call_reaper_monitor"
-REAPER = "messenger.reap_call_timeouts(integer, interval, interval, timestamptz)"
+from reaper_facts import JOB_NAME, LOCK_KEY_SQL
 
 FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 RING = timedelta(seconds=45)
@@ -99,9 +93,11 @@ def delete_calls(conn: psycopg.Connection, ids: list[uuid.UUID]) -> None:
 
 def reap(conn: psycopg.Connection, **args: object) -> dict:
     """One cycle with named arguments; returns the result row as a dict."""
-    names = ", ".join(f"{k} => %({k})s" for k in args)
+    query = sql.SQL("SELECT * FROM messenger.reap_call_timeouts({})").format(
+        sql.SQL(", ").join(sql.SQL("{} => {}").format(sql.Identifier(n), sql.Placeholder(n))
+                           for n in args))
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(f"SELECT * FROM messenger.reap_call_timeouts({names})", args).fetchone()
+        return cur.execute(query, args).fetchone()
 
 
 def call_rows(conn: psycopg.Connection, ids: list[uuid.UUID]) -> dict[uuid.UUID, dict]:
@@ -144,9 +140,9 @@ def assert_all_or_nothing(conn: psycopg.Connection, ids: list[uuid.UUID]) -> tup
 
 def lock_is_free(conn: psycopg.Connection) -> bool:
     """True when no session holds the single-runner lock (takes and gives it back)."""
-    got = conn.execute("SELECT pg_catalog.pg_try_advisory_lock(%s)", [LOCK_KEY]).fetchone()[0]
+    got = conn.execute(f"SELECT pg_catalog.pg_try_advisory_lock({LOCK_KEY_SQL})").fetchone()[0]
     if got:
-        conn.execute("SELECT pg_catalog.pg_advisory_unlock(%s)", [LOCK_KEY])
+        conn.execute(f"SELECT pg_catalog.pg_advisory_unlock({LOCK_KEY_SQL})")
     return got
 
 

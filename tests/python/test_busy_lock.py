@@ -2,9 +2,9 @@
 
 from datetime import timedelta
 
+from reaper_facts import LOCK_ROW_SQL
 from reaper_support import (
     FUTURE,
-    LOCK_KEY,
     backend_pid,
     call_rows,
     lock_is_free,
@@ -26,9 +26,8 @@ def test_second_caller_is_skipped_at_once_and_counted(dsn, calls, make_conn, rea
     assert first["lock_acquired"] is True
     assert first["missed_count"] == 1
     held = observer.execute(
-        "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = %s"
-        " AND classid = %s AND objid = %s AND objsubid = 1 AND granted",
-        [backend_pid(holder), LOCK_KEY >> 32, LOCK_KEY & 0xFFFFFFFF],
+        f"SELECT count(*) FROM pg_catalog.pg_locks AS l WHERE l.pid = %s AND l.granted AND {LOCK_ROW_SQL}",
+        [backend_pid(holder)],
     ).fetchone()[0]
     assert held == 1, "the holder's cycle holds the documented advisory lock"
     skipped_before = observer.execute(

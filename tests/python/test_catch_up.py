@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 import reaper_support
-from conftest import REAPER_ROLE
+from reaper_facts import JOB_ROLE as REAPER_ROLE
+from reaper_facts import LOCK_KEY_SQL
 
 BATCH = 10
 FUTURE = reaper_support.FUTURE
@@ -97,7 +98,7 @@ def test_a_skipped_cycle_ends_the_catch_up(conn, make_conn, reaper_paused, small
     # Another runner holds the single-runner lock: it is doing the work; the tick does not spin.
     ids = _backlog(calls, ringing=25, answered=0)
     holder = make_conn(autocommit=False)
-    holder.execute("SELECT pg_advisory_xact_lock(%s)", (reaper_support.LOCK_KEY,))
+    holder.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY_SQL})")
     try:
         runs = _tick_as_job(make_conn)
     finally:

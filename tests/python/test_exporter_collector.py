@@ -11,11 +11,14 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from call_reaper_exporter import METRICS, ReaperCollector
-from exporter_support import LOCK_KEY, MONITOR, collect_once, reap, sample, samples_of
+from call_reaper_exporter import METRICS, PREFIX, ReaperCollector
+from exporter_support import collect_once, sample, samples_of
 from prometheus_client import CollectorRegistry
+from reaper_facts import LOCK_KEY_SQL
+from reaper_facts import MONITOR_ROLE as MONITOR
+from reaper_support import reap
 
-P = "messenger_call_reaper_"
+P = PREFIX
 # Far in the future, so the scheduled job (whose as_of is now) never finds these calls due.
 T = datetime(2100, 1, 1, tzinfo=UTC)
 POISON_CALLER = uuid.UUID("00000000-0000-0000-0000-00000000d3ad")
@@ -97,7 +100,7 @@ def test_publishes_real_cycles(conn, make_conn, monitor_dsn, reaper_paused):
 
     # A real skipped run: another session holds the single-runner lock.
     holder = make_conn(autocommit=False)
-    holder.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+    holder.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY_SQL})")
     assert reap(conn, as_of=T + timedelta(seconds=48))["result"] == "skipped"
     holder.rollback()
 

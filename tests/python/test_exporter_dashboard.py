@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from call_reaper_exporter import ReaperCollector
+from call_reaper_exporter import PREFIX, ReaperCollector
 from exporter_support import REPO, collect_once, dashboard_queries, sample, samples_of
 
-P = "messenger_call_reaper_"
+P = PREFIX
 ALERTS = REPO / "monitoring" / "alerts.yml"
 NAME = re.compile(r"\bmessenger_call_reaper_[A-Za-z0-9_:]*")
 

@@ -10,10 +10,12 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from exporter_support import reap, sample, samples_of
+from call_reaper_exporter import PREFIX
+from exporter_support import sample, samples_of
 from psycopg.conninfo import conninfo_to_dict
+from reaper_support import reap
 
-P = "messenger_call_reaper_"
+P = PREFIX
 # SPEC.md §4 "Exporter", plus the reap-lag histogram and the last-run timestamps.
 SPEC_FAMILIES = {
     P + "run": "counter",

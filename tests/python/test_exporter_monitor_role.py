@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from psycopg import sql
+from reaper_facts import MONITOR_ROLE
 
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_counters", "call_reaper_runs",
           "call_reaper_settings", "call_reaper_quarantine"]
@@ -31,4 +32,4 @@ def test_monitor_cannot_run_the_reaper(monitor):
 def test_monitor_reads_the_metrics_as_itself(monitor):
     user, rows = monitor.execute(
         "SELECT current_user, (SELECT count(*) FROM messenger.call_reaper_metrics())").fetchone()
-    assert (user, rows) == ("messenger_call_reaper_monitor", 1)
+    assert (user, rows) == (MONITOR_ROLE, 1)

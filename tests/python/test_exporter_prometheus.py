@@ -15,9 +15,11 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from exporter_support import REPO, dashboard_queries, reap
+from call_reaper_exporter import PREFIX
+from exporter_support import REPO, dashboard_queries
+from reaper_support import reap
 
-P = "messenger_call_reaper_"
+P = PREFIX
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 DEADLINE = 30
 

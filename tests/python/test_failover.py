@@ -35,6 +35,7 @@ from datetime import datetime
 import psycopg
 import pytest
 from ha_cluster import DB, ROOT, HaCluster, wait_until
+from reaper_facts import server_settings
 
 ETCD_PORTS = (23791, 23801)
 NODES = [("n1", 25432, 28008), ("n2", 25433, 28009)]
@@ -51,13 +52,7 @@ DCS = {
     "postgresql": {
         "use_pg_rewind": True,
         "use_slots": True,
-        "parameters": {
-            "shared_preload_libraries": "pg_cron",
-            "cron.database_name": DB,
-            "cron.use_background_workers": "on",
-            "max_worker_processes": 16,
-            "wal_log_hints": "on",
-        },
+        "parameters": {**server_settings(), "wal_log_hints": "on"},
     },
 }
 

@@ -13,10 +13,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from conftest import set_reaper_job_active
 from psycopg import errors
+from reaper_facts import JOB_ROLE, LOCK_ROW_SQL
 from reaper_support import (
     FUTURE,
-    JOB_ROLE,
-    LOCK_KEY,
     backend_pid,
     call_rows,
     lock_is_free,
@@ -104,9 +103,7 @@ def holder_of_the_lock(conn):
         "SELECT l.pid, a.usename, extract(epoch FROM clock_timestamp() - a.xact_start)::float,"
         "       extract(epoch FROM a.xact_start - a.query_start)::float"
         "  FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
-        " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s"
-        "   AND l.objsubid = 1",
-        [LOCK_KEY >> 32, LOCK_KEY & 0xFFFFFFFF]).fetchone()
+        f" WHERE l.granted AND {LOCK_ROW_SQL}").fetchone()
 
 
 def takeovers(conn, pid):

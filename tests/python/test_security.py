@@ -1,5 +1,7 @@
-"""Security: who may run the reaper, what its roles hold, that a caller's search_path
-cannot redirect it, and that what it writes and logs carries ids only.
+"""Security as the roles meet it: what each role is refused when it logs in, that a caller's
+search_path cannot redirect the reaper, and that what it writes and logs carries ids only.
+The grants themselves (owners, EXECUTE, table and column privileges, role attributes) are
+listed once, in tests/pgtap/privileges.sql.
 
 Logins are real (a password set for the test and removed after), not SET ROLE, so role
 attributes and pg_hba are exercised as the job and the exporter would meet them.
@@ -14,13 +16,9 @@ from datetime import timedelta
 import psycopg
 import pytest
 from psycopg import errors, sql
+from reaper_facts import JOB_NAME, JOB_ROLE, MONITOR_ROLE, OWNER_ROLE
 from reaper_support import (
     FUTURE,
-    JOB_NAME,
-    JOB_ROLE,
-    MONITOR_ROLE,
-    OWNER_ROLE,
-    REAPER,
     STALE,
     answered,
     assert_all_or_nothing,
@@ -33,60 +31,8 @@ from reaper_support import (
 
 AS_OF = FUTURE
 
-# What the reaper's owner needs, and nothing more: (table, privilege, columns or None).
-OWNER_PRIVILEGES = {
-    ("call_sessions", "SELECT", None),
-    ("call_sessions", "UPDATE", frozenset({"status", "end_reason", "ended_at", "updated_at",
-                                           "duration_seconds"})),
-    ("realtime_outbox", "INSERT", None),
-    ("call_reaper_settings", "SELECT", None),
-    ("call_reaper_runs", "SELECT", None),
-    ("call_reaper_runs", "INSERT", None),
-    ("call_reaper_runs", "DELETE", None),
-    ("call_reaper_counters", "SELECT", None),
-    ("call_reaper_counters", "UPDATE", None),
-    ("call_reaper_quarantine", "SELECT", None),
-    ("call_reaper_quarantine", "INSERT", None),
-    ("call_reaper_quarantine", "UPDATE", None),
-    ("call_reaper_quarantine", "DELETE", None),
-    ("call_reaper_claim_floor", "SELECT", None),
-    ("call_reaper_claim_floor", "INSERT", None),
-    ("call_reaper_claim_floor", "UPDATE", None),
-    ("call_reaper_claim_floor", "DELETE", None),
-}
-# The due rule: a pure IMMUTABLE function every writer of call_sessions evaluates through
-# ix_call_due, so PUBLIC keeps EXECUTE on it (deploy/functions/call_due_key.sql).
-PUBLIC_ROUTINES = {"messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)"}
-# The job role runs the reaper and the pg_cron tick procedure; the only data it may read is
-# the polling interval, the pause flag and the batch size (catch-up). No purge (any cutoff
-# would wipe history), no cron.
-JOB_ROUTINES = {"reap_call_timeouts", "run_call_reaper_ticks", "call_due_key"}
-JOB_PRIVILEGES = {("call_reaper_settings", "SELECT", frozenset({"polling_interval", "paused", "batch_size"}))}
 TABLES = ["call_sessions", "realtime_outbox", "call_reaper_settings", "call_reaper_runs",
           "call_reaper_counters", "call_reaper_quarantine", "call_reaper_claim_floor"]
-
-
-def table_privileges(conn, role):
-    """{(table, privilege, columns-or-None)} the role holds on messenger tables, directly."""
-    rows = conn.execute("""
-        SELECT c.relname, a.privilege_type, NULL::text
-          FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
-         WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee = %(r)s::regrole
-        UNION ALL
-        SELECT c.relname, a.privilege_type, att.attname::text
-          FROM pg_catalog.pg_attribute att
-          JOIN pg_catalog.pg_class c ON c.oid = att.attrelid
-         CROSS JOIN LATERAL pg_catalog.aclexplode(att.attacl) a
-         WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee = %(r)s::regrole""",
-                        {"r": role}).fetchall()
-    out, columns = set(), {}
-    for table, privilege, column in rows:
-        if column is None:
-            out.add((table, privilege, None))
-        else:
-            columns.setdefault((table, privilege), set()).add(column)
-    out |= {(t, p, frozenset(cols)) for (t, p), cols in columns.items()}
-    return out
 
 
 def executable_routines(conn, role):
@@ -94,13 +40,6 @@ def executable_routines(conn, role):
         "SELECT p.proname FROM pg_catalog.pg_proc p"
         " WHERE p.pronamespace = 'messenger'::regnamespace"
         "   AND pg_catalog.has_function_privilege(%s, p.oid, 'EXECUTE')", [role])}
-
-
-def role_attributes(conn, role):
-    return conn.execute(
-        "SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls,"
-        " (SELECT count(*) FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid)"
-        " FROM pg_catalog.pg_roles r WHERE rolname = %s", [role]).fetchone()
 
 
 @pytest.fixture
@@ -135,27 +74,12 @@ def stranger(conn):
 
 # ---- PUBLIC, the job role, the monitor role, the owner ----
 
-def test_public_cannot_execute_any_messenger_routine(conn, stranger, login):
-    public = conn.execute(
-        "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p"
-        " WHERE p.pronamespace = 'messenger'::regnamespace"
-        "   AND (p.proacl IS NULL OR EXISTS (SELECT FROM pg_catalog.aclexplode(p.proacl) a"
-        "                                    WHERE a.grantee = 0))").fetchall()
-    assert {r[0] for r in public} == PUBLIC_ROUTINES, \
-        "routines PUBLIC may execute (NULL proacl means PUBLIC may)"
+def test_public_cannot_execute_the_reaper(conn, stranger, login):
     with login(stranger) as c, pytest.raises(errors.InsufficientPrivilege):
         c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", [AS_OF])
 
 
 def test_job_role_runs_the_reaper_and_nothing_else(conn, login, calls, reaper_paused):
-    assert role_attributes(conn, JOB_ROLE) == (False, False, False, False, False, 0)
-    assert table_privileges(conn, JOB_ROLE) <= JOB_PRIVILEGES
-    routines = executable_routines(conn, JOB_ROLE)
-    assert "reap_call_timeouts" in routines
-    assert routines <= JOB_ROUTINES, routines - JOB_ROUTINES
-    assert not conn.execute("SELECT has_schema_privilege(%s, 'messenger', 'CREATE')",
-                            [JOB_ROLE]).fetchone()[0]
-
     (call,) = calls.add([ringing(AS_OF - timedelta(minutes=1))])
     with login(JOB_ROLE) as job_conn:
         assert reap(job_conn, as_of=AS_OF)["missed_count"] == 1
@@ -166,13 +90,6 @@ def test_job_role_runs_the_reaper_and_nothing_else(conn, login, calls, reaper_pa
                               f"TRUNCATE messenger.{table}"):
                 with pytest.raises(errors.InsufficientPrivilege):
                     job_conn.execute(statement)
-        for helper in ("_reap_apply", "_reap_phase", "_check_reaper_options"):
-            signature = conn.execute(
-                "SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p"
-                " WHERE p.pronamespace = 'messenger'::regnamespace AND p.proname = %s",
-                [helper]).fetchone()[0]
-            assert not conn.execute("SELECT has_function_privilege(%s, %s, 'EXECUTE')",
-                                    [JOB_ROLE, signature]).fetchone()[0]
     assert call_rows(conn, [call["call_id"]])[call["call_id"]]["status"] == "Missed"
 
 
@@ -214,21 +131,10 @@ def first_column(conn, table):
         [f"messenger.{table}"]).fetchone()[0]
 
 
-def test_scheduled_job_does_not_run_as_a_superuser(conn):
-    row = job(conn)
-    assert row is not None, f"pg_cron job {JOB_NAME} is not scheduled"
-    assert row["username"] == JOB_ROLE
-    assert not conn.execute("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = %s",
-                            [row["username"]]).fetchone()[0]
-
-
 def test_monitor_role_reads_counters_only(conn, login):
-    assert role_attributes(conn, MONITOR_ROLE) == (False, False, False, False, False, 0)
-    # Counters reach it through SECURITY DEFINER functions, never through table grants.
-    assert table_privileges(conn, MONITOR_ROLE) == set()
+    # Counters reach it through SECURITY DEFINER functions, never through table grants
+    # (tests/pgtap/privileges.sql lists them).
     routines = executable_routines(conn, MONITOR_ROLE)
-    assert "reap_call_timeouts" not in routines
-    assert not {r for r in routines if r.startswith("_")}
     with login(MONITOR_ROLE) as mon:
         for table in TABLES:
             with pytest.raises(errors.InsufficientPrivilege):
@@ -245,26 +151,6 @@ def test_monitor_role_reads_counters_only(conn, login):
                 with mon.transaction():
                     mon.execute("SET TRANSACTION READ ONLY")
                     mon.execute(sql.SQL("SELECT * FROM messenger.{}()").format(sql.Identifier(name)))
-
-
-def test_owner_is_a_dedicated_least_privilege_role(conn):
-    assert role_attributes(conn, OWNER_ROLE) == (False, False, False, False, False, 0)
-    assert not conn.execute("SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = %s",
-                            [OWNER_ROLE]).fetchone()[0]
-    owner, definer, config = conn.execute(
-        "SELECT proowner::regrole::text, prosecdef, proconfig FROM pg_catalog.pg_proc"
-        " WHERE oid = %s::regprocedure", [REAPER]).fetchone()
-    assert (owner, definer) == (OWNER_ROLE, True)
-    assert config == ["search_path=pg_catalog, pg_temp"]
-    assert table_privileges(conn, OWNER_ROLE) == OWNER_PRIVILEGES
-    # It owns no table (an owner holds every privilege on what it owns) and cannot create.
-    assert conn.execute(
-        "SELECT count(*) FROM pg_catalog.pg_class WHERE relowner = %s::regrole",
-        [OWNER_ROLE]).fetchone()[0] == 0
-    assert not conn.execute("SELECT has_schema_privilege(%s, 'messenger', 'CREATE')",
-                            [OWNER_ROLE]).fetchone()[0]
-    assert not conn.execute("SELECT has_database_privilege(%s, current_database(), 'CREATE')",
-                            [OWNER_ROLE]).fetchone()[0]
 
 
 # ---- A caller's search_path cannot redirect the reaper ----

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 import pytest
-from conftest import REAPER_JOB, REAPER_ROLE, set_reaper_job_active
+from conftest import set_reaper_job_active
+from reaper_facts import JOB_NAME as REAPER_JOB
+from reaper_facts import JOB_ROLE as REAPER_ROLE
 
 RING_TIMEOUT_S = 3
 SLACK_S = 2

@@ -8,9 +8,6 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT j FROM cron.job
      WHERE jobname = 'messenger-call-reaper-purge' AND database = current_database();
-    IF j.username = 'messenger_call_reaper' THEN
-        RAISE EXCEPTION 'the purge job must not run as the reaper''s job role';
-    END IF;
     IF j.command <> 'SELECT * FROM messenger.purge_call_reaper_history()' THEN
         RAISE EXCEPTION 'the purge job must run messenger.purge_call_reaper_history()';
     END IF;

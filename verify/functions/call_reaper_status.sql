@@ -10,9 +10,6 @@ BEGIN
     IF NOT coalesce(v.job_scheduled, false) THEN
         RAISE EXCEPTION 'call_reaper_status does not see the job messenger-call-timeout-reaper';
     END IF;
-    IF pg_catalog.has_function_privilege('public', 'messenger.call_reaper_status()', 'EXECUTE') THEN
-        RAISE EXCEPTION 'PUBLIC must not be able to execute call_reaper_status';
-    END IF;
 END
 $$;
 

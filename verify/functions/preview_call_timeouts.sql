@@ -11,12 +11,6 @@ BEGIN
     IF NOT coalesce(f.provolatile = 's', false) THEN
         RAISE EXCEPTION 'preview_call_timeouts must be STABLE (it changes nothing)';
     END IF;
-    IF NOT coalesce(NOT f.prosecdef, false) THEN
-        RAISE EXCEPTION 'preview_call_timeouts must run with the caller''s rights';
-    END IF;
-    IF NOT coalesce(NOT pg_catalog.has_function_privilege('public', f.oid, 'EXECUTE'), false) THEN
-        RAISE EXCEPTION 'PUBLIC must not be able to preview calls';
-    END IF;
 END
 $$;
 

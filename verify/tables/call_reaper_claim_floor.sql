@@ -11,9 +11,6 @@ BEGIN
            AND tgname IN ('call_reaper_quarantine_released', 'call_reaper_quarantine_truncated')) <> 2 THEN
         RAISE EXCEPTION 'the quarantine triggers that reset the claim floor are missing';
     END IF;
-    IF pg_catalog.has_function_privilege('public', 'messenger._call_reaper_quarantine_released()', 'EXECUTE') THEN
-        RAISE EXCEPTION '_call_reaper_quarantine_released must not be executable by PUBLIC';
-    END IF;
 END
 $$;
 

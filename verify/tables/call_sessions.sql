@@ -13,10 +13,6 @@ BEGIN
                 WHERE conrelid = 'messenger.call_sessions'::regclass AND contype = 'c') >= 7, false) THEN
         RAISE EXCEPTION 'call_sessions lost its invariant constraints';
     END IF;
-    IF NOT coalesce(pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'status', 'UPDATE')
-          AND NOT pg_catalog.has_column_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'caller_user_id', 'UPDATE'), false) THEN
-        RAISE EXCEPTION 'messenger_call_reaper_owner must update only the transition columns';
-    END IF;
 END
 $$;
 

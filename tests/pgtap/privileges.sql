@@ -1,0 +1,170 @@
+-- Privileges, in one place: who owns and who may execute every routine of schema messenger,
+-- who holds what on every table and column, the reaper's roles' attributes, and that the job
+-- role cannot reach pg_cron. Exhaustive lists: a new object, grant or owner shows up here as
+-- an extra row until it is written down. "deployer" is whoever ran sqitch deploy (session_user
+-- here). What needs a real login as a role (denials, pg_hba, search_path attacks) is in
+-- tests/python/test_security.py.
+BEGIN;
+SELECT plan(12);
+
+CREATE TEMP VIEW who (oid, name) AS
+SELECT r.oid, CASE WHEN r.rolname = session_user THEN 'deployer' ELSE r.rolname::text END
+  FROM pg_catalog.pg_roles AS r
+UNION ALL SELECT 0, 'PUBLIC';
+
+-- Routines: owner, SECURITY DEFINER, search_path pinned (first SET clause), who may execute.
+-- Every SECURITY DEFINER routine pins search_path; call_due_key and call_reaper_lock_key are
+-- inlined constants-of-their-arguments (no SET clause, or they would not inline); procedures
+-- that COMMIT cannot have a SET clause.
+SELECT bag_eq(
+    $$SELECT p.oid::regprocedure::text, o.name, p.prosecdef,
+             coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)
+        FROM pg_proc AS p JOIN who AS o ON o.oid = p.proowner
+       WHERE p.pronamespace = 'messenger'::regnamespace$$,
+    $$VALUES
+      ('messenger._call_reaper_polling_guard()', 'deployer', false, true),
+      ('messenger._call_reaper_quarantine_released()', 'messenger_call_reaper_owner', true, true),
+      ('messenger._call_reaper_settings_guard()', 'deployer', false, true),
+      ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._end_stale_call_reaper_lock()', 'deployer', false, true),
+      ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
+      ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_phase(text,uuid,timestamp with time zone,interval,integer,interval,interval,interval,integer)', 'messenger_call_reaper_owner', false, true),
+      ('messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
+      ('messenger.call_reaper_lock_key()', 'deployer', false, false),
+      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_owner', true, true),
+      ('messenger.call_reaper_status()', 'deployer', false, true),
+      ('messenger.drain_call_timeouts(integer,integer,interval,interval,timestamp with time zone,integer,bigint,bigint)', 'deployer', false, false),
+      ('messenger.pause_call_reaper()', 'deployer', false, true),
+      ('messenger.preview_call_timeouts(integer,interval,interval,timestamp with time zone)', 'deployer', false, false),
+      ('messenger.purge_call_reaper_history(timestamp with time zone,integer)', 'messenger_call_reaper_owner', false, false),
+      ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_owner', true, true),
+      ('messenger.resume_call_reaper()', 'deployer', false, true),
+      ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper_owner', false, false),
+      ('messenger.run_call_reaper_warden()', 'deployer', false, false)$$,
+    'every routine of messenger: its owner, SECURITY DEFINER or not, search_path pinned or not');
+
+SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
+                 WHERE p.pronamespace = 'messenger'::regnamespace AND p.prosecdef
+                   AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)),
+          '{}'::text[], 'every SECURITY DEFINER routine pins search_path to pg_catalog, pg_temp');
+
+-- EXECUTE beside the owner's own: PUBLIC only on the two inlined pure functions (every writer
+-- of call_sessions evaluates call_due_key through ix_call_due; the lock key is a constant),
+-- the job role on the reaper and its tick procedure, the monitor role on the metrics read.
+SELECT bag_eq(
+    $$SELECT p.oid::regprocedure::text, g.name
+        FROM pg_proc AS p
+       CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) AS a
+        JOIN who AS g ON g.oid = a.grantee
+       WHERE p.pronamespace = 'messenger'::regnamespace AND a.grantee <> p.proowner$$,
+    $$VALUES
+      ('messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
+      ('messenger.call_reaper_lock_key()', 'PUBLIC'),
+      ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper'),
+      ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper'),
+      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_monitor')$$,
+    'who may execute routines of messenger, beside their owners: nobody else');
+
+-- Tables and sequences: every table is the deployer's (an owner holds every privilege on what
+-- it owns); the owner role holds what the reaper writes, nothing more; no other grant.
+SELECT bag_eq(
+    $$SELECT c.relname::text, o.name FROM pg_class AS c JOIN who AS o ON o.oid = c.relowner
+       WHERE c.relnamespace = 'messenger'::regnamespace AND c.relkind IN ('r', 'p', 'S', 'v', 'm')
+         AND NOT c.relispartition$$,
+    $$SELECT c.relname::text, 'deployer' FROM pg_class AS c
+       WHERE c.relnamespace = 'messenger'::regnamespace AND c.relkind IN ('r', 'p', 'S', 'v', 'm')
+         AND NOT c.relispartition$$,
+    'every table and sequence of messenger is owned by the deployer, none by a reaper role');
+SELECT bag_eq(
+    $$SELECT c.relname::text, g.name, a.privilege_type::text
+        FROM pg_class AS c CROSS JOIN LATERAL aclexplode(c.relacl) AS a JOIN who AS g ON g.oid = a.grantee
+       WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee <> c.relowner
+         AND NOT c.relispartition$$,
+    $$VALUES
+      ('call_sessions', 'messenger_call_reaper_owner', 'SELECT'),
+      ('realtime_outbox', 'messenger_call_reaper_owner', 'INSERT'),
+      ('call_reaper_settings', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_runs', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_runs', 'messenger_call_reaper_owner', 'INSERT'),
+      ('call_reaper_runs', 'messenger_call_reaper_owner', 'DELETE'),
+      ('call_reaper_counters', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_counters', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_owner', 'INSERT'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_owner', 'DELETE'),
+      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'INSERT'),
+      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'DELETE')$$,
+    'table grants in messenger: the owner role''s, nothing for the job or monitor role or PUBLIC');
+-- Columns: the owner role updates only a closed call's transition columns; the job role reads
+-- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch).
+SELECT bag_eq(
+    $$SELECT c.relname::text, att.attname::text, g.name, a.privilege_type::text
+        FROM pg_attribute AS att JOIN pg_class AS c ON c.oid = att.attrelid
+       CROSS JOIN LATERAL aclexplode(att.attacl) AS a JOIN who AS g ON g.oid = a.grantee
+       WHERE c.relnamespace = 'messenger'::regnamespace AND NOT c.relispartition$$,
+    $$VALUES
+      ('call_sessions', 'status', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_sessions', 'end_reason', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_sessions', 'ended_at', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_sessions', 'updated_at', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_sessions', 'duration_seconds', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_settings', 'polling_interval', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_settings', 'paused', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_settings', 'batch_size', 'messenger_call_reaper', 'SELECT')$$,
+    'column grants in messenger: the owner role''s transition columns, the job role''s three settings');
+
+SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
+                 WHERE r.rolname LIKE 'messenger\_call\_reaper%'
+                   AND has_database_privilege(r.oid, current_database(), 'CREATE') ORDER BY 1),
+          '{}'::text[], 'no reaper role may create schemas in the database');
+SELECT bag_eq(
+    $$SELECT g.name, a.privilege_type::text
+        FROM pg_namespace AS n CROSS JOIN LATERAL aclexplode(n.nspacl) AS a JOIN who AS g ON g.oid = a.grantee
+       WHERE n.nspname = 'messenger' AND a.grantee <> n.nspowner$$,
+    $$VALUES ('messenger_call_reaper', 'USAGE'), ('messenger_call_reaper_owner', 'USAGE'),
+             ('messenger_call_reaper_monitor', 'USAGE')$$,
+    'schema messenger: USAGE for the three reaper roles, CREATE for none of them');
+
+-- Roles: none is privileged or a member of anything; the job role logs in (pg_cron background
+-- workers need that on PostgreSQL 15) and bounds a cycle (30 s) and an idle lock holder
+-- (1 min); the owner role cannot log in.
+SELECT bag_eq(
+    $$SELECT r.rolname::text, r.rolcanlogin, r.rolsuper OR r.rolcreaterole OR r.rolcreatedb
+                                               OR r.rolreplication OR r.rolbypassrls,
+             (SELECT count(*)::integer FROM pg_auth_members AS m WHERE m.member = r.oid),
+             coalesce(r.rolconfig, '{}')
+        FROM pg_roles AS r WHERE r.rolname LIKE 'messenger\_call\_reaper%'$$,
+    $$VALUES ('messenger_call_reaper', true, false, 0,
+              ARRAY['statement_timeout=30s', 'idle_in_transaction_session_timeout=1min']),
+             ('messenger_call_reaper_owner', false, false, 0, '{}'::text[]),
+             ('messenger_call_reaper_monitor', true, false, 0, '{}'::text[])$$,
+    'the reaper''s roles: login, no privileged attribute, no membership, their settings');
+
+-- pg_cron: the reaper job runs as the job role, which cannot reach schema cron (it could
+-- unschedule or rewrite its job) and is no superuser; the purge and the warden run as the
+-- deployer, so the job role needs no right to delete history, and the warden, which may end a
+-- superuser's backend, as a superuser.
+SELECT bag_eq(
+    $$SELECT j.jobname::text, CASE WHEN j.username = session_user THEN 'deployer' ELSE j.username::text END
+        FROM cron.job AS j
+       WHERE j.jobname IN ('messenger-call-timeout-reaper', 'messenger-call-reaper-purge',
+                           'messenger-call-reaper-warden')$$,
+    $$VALUES ('messenger-call-timeout-reaper', 'messenger_call_reaper'),
+             ('messenger-call-reaper-purge', 'deployer'),
+             ('messenger-call-reaper-warden', 'deployer')$$,
+    'the reaper job runs as the job role, the purge and warden jobs as the deployer');
+SELECT ok((SELECT r.rolsuper FROM cron.job AS j JOIN pg_roles AS r ON r.rolname = j.username
+            WHERE j.jobname = 'messenger-call-reaper-warden'),
+          'the warden job runs as a superuser (it may end a superuser''s backend)');
+SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
+                 WHERE r.rolname LIKE 'messenger\_call\_reaper%'
+                   AND has_schema_privilege(r.oid, 'cron', 'USAGE') ORDER BY 1),
+          '{}'::text[], 'no reaper role may use schema cron');
+
+SELECT * FROM finish();
+ROLLBACK;
