@@ -35,7 +35,7 @@ SELECT results_eq(
        WHERE run_id = (SELECT run_id FROM r)$$,
     $$VALUES ('failed'::text, 'P0001'::text, 0, 0)$$,
     'the failed run is in the ledger with its SQLSTATE and no closures');
-SELECT is((SELECT ARRAY[k.runs_failed - b.runs_failed, k.errors - b.errors, k.runs_completed - b.runs_completed]
+SELECT is((SELECT ARRAY[k.runs_rolled_back - b.runs_rolled_back, k.errors - b.errors, k.runs_completed - b.runs_completed]
              FROM messenger.call_reaper_counters k, counters_before b),
           ARRAY[1, 1, 0]::bigint[], 'a failed cycle counts one failed run and one error');
 SELECT ok((SELECT last_success_at IS NOT DISTINCT FROM (SELECT last_success_at FROM counters_before)

@@ -3,7 +3,7 @@
 -- healthy calls, even when there are more poison calls than batch_size.
 BEGIN;
 SELECT plan(16);
--- The item_failed WARNINGs this test provokes are expected; keep the TAP output readable.
+-- The call_poisoned WARNINGs this test provokes are expected; keep the TAP output readable.
 SET LOCAL client_min_messages = error;
 
 -- A product trigger that refuses to close calls of one caller, and one that refuses the outbox
