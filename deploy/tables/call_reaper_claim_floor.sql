@@ -1,12 +1,11 @@
 -- Deploy call_timeout_reaper:tables/call_reaper_claim_floor to pg
 -- Where each phase's backlog claim starts in ix_call_due, so a cycle does not walk the
--- quarantined calls, which are the oldest due ones, every time: with 50 000 calls in backoff
--- that walk (an index entry and a quarantine probe each) was the whole cost of an idle cycle.
+-- quarantined calls, which are the oldest due ones, every time (an index entry and a quarantine
+-- probe each; with many calls in backoff that walk would be the whole cost of an idle cycle).
 -- Invariant: every call of the phase's status below (due_key, call_id) in ix_call_due is in
 -- messenger.call_reaper_quarantine. _reap_phase moves the floor to the first healthy or
 -- row-locked call (or, with none, to the last quarantined one), so only over quarantined
--- entries, and starts
--- afresh when it is older than poison_backoff_max. The trigger below resets a phase's floor
+-- entries, and starts afresh when it is older than poison_backoff_max. The trigger below resets a phase's floor
 -- when a quarantine row of a call below it goes while the call is still active in that phase
 -- (a DBA releasing a call, TRUNCATE), so a released call is claimed by the next cycle. A call
 -- that gets a due key below the floor without being quarantined (a product write with an old
