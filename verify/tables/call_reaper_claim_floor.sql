@@ -6,13 +6,8 @@ SELECT phase, due_key, call_id, reset_at FROM messenger.call_reaper_claim_floor 
 
 DO $$
 BEGIN
-    IF (SELECT count(*) FROM pg_catalog.pg_trigger
-         WHERE tgrelid = 'messenger.call_reaper_quarantine'::regclass
-           AND tgname IN ('call_reaper_quarantine_released', 'call_reaper_quarantine_truncated')) <> 2 THEN
-        RAISE EXCEPTION 'the quarantine triggers that reset the claim floor are missing';
-    END IF;
-    IF pg_catalog.has_function_privilege('public', 'messenger._call_reaper_quarantine_released()', 'EXECUTE') THEN
-        RAISE EXCEPTION '_call_reaper_quarantine_released must not be executable by PUBLIC';
+    IF NOT pg_catalog.has_table_privilege('messenger_call_reaper_owner', 'messenger.call_reaper_claim_floor', 'DELETE') THEN
+        RAISE EXCEPTION 'messenger_call_reaper_owner must keep messenger.call_reaper_claim_floor';
     END IF;
 END
 $$;
