@@ -2,7 +2,7 @@
 
 - every change in sqitch.plan has its deploy, revert and verify script, and no script is
   left over without a change;
-- a change depends only on changes planned before it, and a tag follows the changes it names;
+- a change depends only on changes planned before it;
 - deploy and revert scripts are one transaction (BEGIN first, COMMIT last), verify scripts
   BEGIN and end with ROLLBACK so they leave nothing behind;
 - no script sets search_path for the session (a pinned function search_path, or SET LOCAL,
