@@ -26,6 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 MONITOR = "messenger_call_reaper_monitor"
 LOCK_KEY = 7161124095527313776
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
+# SPEC's run_total{result} label values and the call_reaper_metrics() column each one reads:
+# result="failed" is a cycle that rolled back (README, "Words").
+RUN_RESULT_COLUMNS = {"completed": "runs_completed", "skipped": "runs_skipped",
+                      "failed": "runs_rolled_back"}
 
 Samples = dict[tuple[str, frozenset], float]
 
