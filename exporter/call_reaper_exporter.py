@@ -103,15 +103,16 @@ class MetricSpec:
         return set(self.source.values())
 
 
-# Every family the exporter serves, in exposition order. Names and columns are SPEC.md's
-# contract. The word "failed" means two things here (README, "Words"): a rolled-back CYCLE in
-# run_total{result="failed"}, a closed CALL in items_total{outcome="failed"}.
+# Every family the exporter serves, in exposition order. Names and label values are SPEC.md's
+# contract, source columns are call_reaper_metrics()'s. SPEC's label values use "failed" for two
+# things (README, "Words"): a rolled-back CYCLE in run_total{result="failed"} (source column
+# runs_rolled_back), a CALL closed as Failed in items_total{outcome="failed"}.
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("up", "gauge", "1 when the database answered this scrape's query, else 0."),
     MetricSpec("run_total", "counter",
                "Reaper cycles run, by result: completed, skipped (lock busy) or failed (rolled back).",
                ("result",), {("completed",): "runs_completed", ("skipped",): "runs_skipped",
-                             ("failed",): "runs_failed"}),
+                             ("failed",): "runs_rolled_back"}),
     MetricSpec("items_total", "counter",
                "Calls handled by the reaper, by outcome: missed (ring timeout), failed (stale "
                "answered), poisoned (raised; left active and quarantined).",

@@ -3,7 +3,7 @@
 -- messenger.purge_call_reaper_history() (run ledger and the reaper's cron.job_run_details older
 -- than settings.retention). It belongs to the deploying role, not to messenger_call_reaper:
 -- deleting history with a chosen cutoff, and other roles' run details, are rights the job role
--- must not hold (issue 10), while the deployer (a superuser: it schedules the reaper's job for
+-- must not hold, while the deployer (a superuser: it schedules the reaper's job for
 -- another role) has them anyway. Deploy after cron/call_reaper, in the same database.
 
 BEGIN;

@@ -38,7 +38,7 @@ BEGIN;
 --     system and internal errors) says nothing about the call: it is re-raised and the cycle
 --     rolls back whole (the caller records it as failed);
 --   * otherwise a set is bisected and a single call is poison: left active, counted in
---     poisoned, logged (event=item_failed, CallId and SQLSTATE, never DETAIL) and quarantined
+--     poisoned, logged (event=call_poisoned, CallId and SQLSTATE, never DETAIL) and quarantined
 --     with a doubling backoff. Isolating p poison calls among n costs O(p log n) attempts.
 --   * if this phase closed nothing and every healthy call of its batch (at least 2) failed
 --     alone with one SQLSTATE outside classes 22, 23 and P0001 (which are about a call's
@@ -385,7 +385,7 @@ BEGIN
                        last_message    = EXCLUDED.last_message,
                        last_run_id     = EXCLUDED.last_run_id;
                 -- Quoted message (JSON string) keeps the line key=value; DETAIL is never logged.
-                RAISE WARNING 'call_reaper event=item_failed run_id=% phase=% call_id=% sqlstate=% message=%',
+                RAISE WARNING 'call_reaper event=call_poisoned run_id=% phase=% call_id=% sqlstate=% message=%',
                     p_run_id, p_phase, v_ids[v_a], v_state, to_json(v_message);
             END IF;
         END;

@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
     runs_skipped            bigint,
-    runs_failed             bigint,
+    runs_rolled_back        bigint,
     items_missed            bigint,
     items_failed            bigint,
     items_poisoned          bigint,
@@ -65,7 +65,7 @@ WITH s AS MATERIALIZED (
 SELECT k.runs_completed,
        k.runs_skipped_purged
            + (SELECT count(*) FROM messenger.call_reaper_runs AS r WHERE r.result = 'skipped'),
-       k.runs_failed,
+       k.runs_rolled_back,
        k.items_missed,
        k.items_failed,
        k.items_poisoned,

@@ -131,7 +131,7 @@ BEGIN
         v_out.result := 'failed';
         -- The message is quoted (JSON string) so the line stays key=value; DETAIL, which can
         -- carry row values, is never logged.
-        RAISE WARNING 'call_reaper event=cycle_failed run_id=% sqlstate=% message=%',
+        RAISE WARNING 'call_reaper event=cycle_rolled_back run_id=% sqlstate=% message=%',
             v_out.run_id, v_state, to_json(v_message);
     END;
 
@@ -148,7 +148,7 @@ BEGIN
 
     UPDATE messenger.call_reaper_counters AS k
        SET runs_completed = k.runs_completed + (v_out.result = 'completed')::integer,
-           runs_failed    = k.runs_failed + (v_out.result = 'failed')::integer,
+           runs_rolled_back = k.runs_rolled_back + (v_out.result = 'failed')::integer,
            items_missed   = k.items_missed + v_out.missed_count,
            items_failed   = k.items_failed + v_out.failed_count,
            items_poisoned = k.items_poisoned + v_out.poisoned_count,

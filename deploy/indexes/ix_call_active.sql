@@ -1,6 +1,6 @@
 -- Deploy call_timeout_reaper:indexes/ix_call_active to pg
 -- The design document's index of active calls (for the product's own "my active call" lookups
--- and backlog counts). The reaper's claims use the narrower per-phase indexes beside it.
+-- and backlog counts). The reaper's claims use ix_call_due, which orders by the due rule.
 
 BEGIN;
 

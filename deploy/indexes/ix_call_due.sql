@@ -5,8 +5,7 @@
 -- cutoff or the batch size, so an idle cycle reads no entry of a live or archived call. status
 -- leads so the two phases' keys (started_at, updated_at) never interleave: a Ringing claim
 -- never walks live Answered calls. Partial on "has a due key" (= active), which any
--- `call_due_key(...) <= x` implies, so a query needs no second status test to use it. Replaces
--- the per-phase ix_call_ringing_due and ix_call_answered_due, which wrote the same rule twice.
+-- `call_due_key(...) <= x` implies, so a query needs no second status test to use it.
 
 BEGIN;
 

@@ -7,13 +7,13 @@ BEGIN;
 -- Catch-up after an outage: runs reaper cycles one after another, COMMITting after each, while
 -- claimable overdue calls remain: it stops when a cycle claimed nothing it could act on (it
 -- closed, poisoned and deferred nothing: what is left is quarantined in its backoff or held by
--- other transactions), when max_cycles cycles have run, or when a cycle fails. A cycle that
+-- other transactions), when max_cycles cycles have run, or when a cycle rolls back. A cycle that
 -- closed nothing because it met only poison goes on: those calls are now quarantined and the
 -- next cycle claims the healthy ones behind them. Each cycle is an ordinary
 -- messenger.reap_call_timeouts call (same arguments, validation, lock, ledger and counters), so
 -- a drain is exactly what the job would have done, faster, in committed batch_size steps: an
 -- interrupted drain keeps what it committed. A cycle skipped because the scheduled job held the
--- lock counts as one of max_cycles and is retried after 100 ms; a failed cycle stops the drain
+-- lock counts as one of max_cycles and is retried after 100 ms; a rolled-back cycle stops the drain
 -- with a WARNING (see messenger.call_reaper_runs). Poisoned and row-locked calls are left, as
 -- a cycle leaves them. Reports each cycle as a NOTICE and returns the totals.
 -- SECURITY INVOKER with no SET clause, or its COMMIT would fail; run it with CALL outside a

@@ -24,7 +24,7 @@ BEGIN;
 --     batch, so a gap costs one tick, not one tick per batch. It stops early after c_max_run
 --     (30 s) of catch-up in one tick, when less than c_catch_up_reserve (5 s, the target cycle
 --     duration) of the CALL's statement_timeout budget is left, or when a cycle is skipped
---     (the lock holder is doing the work) or failed; the next tick carries on. A catch-up cycle
+--     (the lock holder is doing the work) or rolled back; the next tick carries on. A catch-up cycle
 --     still running when the budget runs out is cancelled and rolls back whole, the cycles
 --     before it stay committed. Logged as event=caught_up.
 --   * as_of (tests, a DBA): run one tick now with reap_call_timeouts(as_of => as_of), its

@@ -12,7 +12,7 @@ BEGIN;
 -- Why a job of its own: on pg_cron 1.4 the reaper's own CALL is the only other runner and it
 -- is the one that is stuck; and ending a superuser's backend takes a superuser, which the job
 -- role must never be. It belongs to the deploying role (cron/call_reaper_warden) and holds no
--- lock while it waits. A failing check is logged (WARNING event=warden_failed) and retried the
+-- lock while it waits. A failing check is logged (WARNING event=warden_check_error) and retried the
 -- next second. SECURITY INVOKER with no SET clause so it can COMMIT.
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_warden()
 LANGUAGE plpgsql
@@ -24,7 +24,7 @@ BEGIN
         BEGIN
             PERFORM messenger._end_stale_call_reaper_lock();
         EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'call_reaper event=warden_failed sqlstate=% message=%', SQLSTATE, to_json(SQLERRM);
+            RAISE WARNING 'call_reaper event=warden_check_error sqlstate=% message=%', SQLSTATE, to_json(SQLERRM);
         END;
         COMMIT;
         EXIT WHEN clock_timestamp() >= v_end;

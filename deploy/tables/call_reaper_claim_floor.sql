@@ -1,17 +1,17 @@
 -- Deploy call_timeout_reaper:tables/call_reaper_claim_floor to pg
 -- Where each phase's backlog claim starts in ix_call_due, so a cycle does not walk the
--- quarantined calls, which are the oldest due ones, every time: with 50 000 calls in backoff
--- that walk (an index entry and a quarantine probe each) was the whole cost of an idle cycle.
+-- quarantined calls, which are the oldest due ones, every time (an index entry and a quarantine
+-- probe each; with many calls in backoff that walk would be the whole cost of an idle cycle).
 -- Invariant: every call of the phase's status below (due_key, call_id) in ix_call_due is in
 -- messenger.call_reaper_quarantine. _reap_phase moves the floor to the first healthy or
 -- row-locked call (or, with none, to the last quarantined one), so only over quarantined
--- entries, and starts
--- afresh when it is older than poison_backoff_max. The trigger below resets a phase's floor
+-- entries, and starts afresh when it is older than poison_backoff_max. A trigger resets a phase's floor
 -- when a quarantine row of a call below it goes while the call is still active in that phase
 -- (a DBA releasing a call, TRUNCATE), so a released call is claimed by the next cycle. A call
 -- that gets a due key below the floor without being quarantined (a product write with an old
 -- started_at or updated_at, or one committed long after it set them) is claimed at the next
 -- reset, at most poison_backoff_max later. No row, or deleting the rows, only costs one walk.
+-- The reset on release is triggers/call_reaper_quarantine_released.
 
 BEGIN;
 
@@ -25,37 +25,6 @@ CREATE TABLE messenger.call_reaper_claim_floor (
 
 COMMENT ON TABLE messenger.call_reaper_claim_floor IS
     'Per phase: every due call below (due_key, call_id) in ix_call_due is quarantined; the backlog claim starts there. Safe to DELETE (the next cycle walks from the start).';
-
--- SECURITY DEFINER: a DBA allowed to release quarantined calls need not hold rights on the
--- floor or the calls.
-CREATE FUNCTION messenger._call_reaper_quarantine_released()
-RETURNS trigger
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM messenger.call_reaper_claim_floor;
-        RETURN NULL;
-    END IF;
-    DELETE FROM messenger.call_reaper_claim_floor AS f
-     USING messenger.call_sessions AS c
-     WHERE c.call_id = OLD.call_id
-       AND c.status = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
-       AND (messenger.call_due_key(c.status, c.started_at, c.updated_at), c.call_id) < (f.due_key, f.call_id);
-    RETURN NULL;
-END
-$$;
-REVOKE ALL ON FUNCTION messenger._call_reaper_quarantine_released() FROM PUBLIC;
-ALTER FUNCTION messenger._call_reaper_quarantine_released() OWNER TO messenger_call_reaper_owner;
-
-CREATE TRIGGER call_reaper_quarantine_released
-    AFTER DELETE ON messenger.call_reaper_quarantine
-    FOR EACH ROW EXECUTE FUNCTION messenger._call_reaper_quarantine_released();
-CREATE TRIGGER call_reaper_quarantine_truncated
-    AFTER TRUNCATE ON messenger.call_reaper_quarantine
-    FOR EACH STATEMENT EXECUTE FUNCTION messenger._call_reaper_quarantine_released();
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_reaper_claim_floor TO messenger_call_reaper_owner;
 

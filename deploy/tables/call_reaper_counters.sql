@@ -11,7 +11,7 @@ CREATE TABLE messenger.call_reaper_counters (
     singleton              boolean            PRIMARY KEY DEFAULT true
         CONSTRAINT call_reaper_counters_singleton CHECK (singleton),
     runs_completed         bigint             NOT NULL DEFAULT 0,
-    runs_failed            bigint             NOT NULL DEFAULT 0,
+    runs_rolled_back       bigint             NOT NULL DEFAULT 0,
     runs_skipped_purged    bigint             NOT NULL DEFAULT 0,
     items_missed           bigint             NOT NULL DEFAULT 0,
     items_failed           bigint             NOT NULL DEFAULT 0,

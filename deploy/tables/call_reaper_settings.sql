@@ -1,7 +1,8 @@
 -- Deploy call_timeout_reaper:tables/call_reaper_settings to pg
--- CallTimeoutReaperOptions as one row a DBA edits with UPDATE. The trigger validates every
--- change with the same rules as the reaper's arguments (SQLSTATE 22023), so a bad value is
--- never stored and never half-applied; the row cannot be deleted.
+-- CallTimeoutReaperOptions as one row a DBA edits with UPDATE. The singleton key keeps it one
+-- row; the validation and the refusal to delete it are triggers/call_reaper_settings_guard
+-- (which checks the row inserted here when it is deployed). The owner role reads it, because
+-- the SECURITY DEFINER reaper runs as that role.
 
 BEGIN;
 
@@ -33,41 +34,6 @@ COMMENT ON COLUMN messenger.call_reaper_settings.paused IS
     'True: the scheduled job runs no cycle (messenger.pause_call_reaper / resume_call_reaper).';
 COMMENT ON COLUMN messenger.call_reaper_settings.allow_future_as_of IS
     'Test clusters only: true lets as_of lie in the future (tests pass it instead of sleeping). Never in production: a future as_of closes live calls.';
-
-CREATE FUNCTION messenger._call_reaper_settings_guard()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF TG_OP IN ('DELETE', 'TRUNCATE') THEN
-        RAISE EXCEPTION 'messenger.call_reaper_settings must keep its one row'
-            USING ERRCODE = '55000', HINT = 'UPDATE the option instead.';
-    END IF;
-    -- Every duration follows one rule (messenger._check_reaper_duration): hours, minutes and
-    -- seconds only, so its length is the same on every date and in every time zone.
-    PERFORM messenger._check_reaper_options(NEW.batch_size, NEW.ring_timeout, NEW.stale_timeout);
-    PERFORM messenger._check_reaper_duration('polling_interval', NEW.polling_interval,
-                                             interval '1 second', interval '1 hour');
-    PERFORM messenger._check_reaper_duration('lock_ttl', NEW.lock_ttl,
-                                             interval '1 second', interval '1 hour');
-    PERFORM messenger._check_reaper_duration('poison_backoff_max', NEW.poison_backoff_max,
-                                             interval '0.000001 seconds', interval '168 hours');
-    PERFORM messenger._check_reaper_duration('poison_backoff', NEW.poison_backoff,
-                                             interval '0.000001 seconds', NEW.poison_backoff_max);
-    PERFORM messenger._check_reaper_duration('retention', NEW.retention,
-                                             interval '1 hour', interval '87600 hours');
-    RETURN NEW;
-END
-$$;
-REVOKE ALL ON FUNCTION messenger._call_reaper_settings_guard() FROM PUBLIC;
-
-CREATE TRIGGER call_reaper_settings_guard
-    BEFORE INSERT OR UPDATE OR DELETE ON messenger.call_reaper_settings
-    FOR EACH ROW EXECUTE FUNCTION messenger._call_reaper_settings_guard();
-CREATE TRIGGER call_reaper_settings_no_truncate
-    BEFORE TRUNCATE ON messenger.call_reaper_settings
-    FOR EACH STATEMENT EXECUTE FUNCTION messenger._call_reaper_settings_guard();
 
 INSERT INTO messenger.call_reaper_settings DEFAULT VALUES;
 

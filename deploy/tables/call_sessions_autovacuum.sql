@@ -6,10 +6,9 @@ BEGIN;
 -- and ix_call_active, exactly where every cycle's range scans start, and
 -- they are only removed by a VACUUM. With the default scale factor (0.2) autovacuum waits for a
 -- fifth of call_sessions to be dead, which a backlog of any size short of that never reaches:
--- the idle cycle then reads every dead entry's page (bench, 1M calls: 19 buffers before a 100k
--- drain, 1,168 per cycle after it) until ordinary traffic has piled up enough dead rows. One per
--- cent plus a thousand rows makes the next autovacuum round pick the table up after a large
--- drain, without a manual VACUUM (docs/benchmarks.md, "Idle after a drain").
+-- the idle cycle then reads every dead entry's page until ordinary traffic has piled up enough
+-- dead rows (figures: docs/benchmarks.md, "Idle after a drain"). One per cent plus a thousand rows makes the next autovacuum round pick the table up after a large
+-- drain, without a manual VACUUM.
 -- A partitioned call_sessions (sql/partition_call_sessions.sql) cannot carry autovacuum
 -- settings on its parent; its partitions are vacuumed by their own, smaller size.
 DO $$

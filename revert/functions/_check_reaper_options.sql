@@ -3,6 +3,5 @@
 BEGIN;
 
 DROP FUNCTION IF EXISTS messenger._check_reaper_options(integer, interval, interval, timestamptz);
-DROP FUNCTION IF EXISTS messenger._check_reaper_duration(text, interval, interval, interval);
 
 COMMIT;

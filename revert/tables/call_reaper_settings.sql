@@ -3,6 +3,5 @@
 BEGIN;
 
 DROP TABLE IF EXISTS messenger.call_reaper_settings;
-DROP FUNCTION IF EXISTS messenger._call_reaper_settings_guard();
 
 COMMIT;

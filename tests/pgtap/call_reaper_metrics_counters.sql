@@ -6,7 +6,7 @@ BEGIN;
 SELECT plan(3);
 
 UPDATE messenger.call_reaper_counters
-   SET runs_completed = 101, runs_failed = 102, runs_skipped_purged = 103,
+   SET runs_completed = 101, runs_rolled_back = 102, runs_skipped_purged = 103,
        items_missed = 104, items_failed = 105, items_poisoned = 106,
        skip_locked = 107, errors = 108,
        cycle_duration_buckets = '{1,2,3,4,5,6,7,8,9,10,11,12}', cycle_duration_count = 13,
@@ -16,7 +16,7 @@ UPDATE messenger.call_reaper_counters
        last_run_at = '2001-02-03 04:05:06+00', last_success_at = '2001-02-03 04:05:00+00';
 
 SELECT results_eq($$
-    SELECT runs_completed, runs_failed, items_missed, items_failed, items_poisoned,
+    SELECT runs_completed, runs_rolled_back, items_missed, items_failed, items_poisoned,
            skip_locked, errors, cycle_duration_buckets, cycle_duration_count, cycle_duration_sum,
            reap_lag_buckets, reap_lag_count, reap_lag_sum, last_run_at, last_success_at
       FROM messenger.call_reaper_metrics()

@@ -26,21 +26,21 @@ CREATE TEMP TABLE r AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100
 
 SELECT is((SELECT result FROM r), 'failed', 'the cycle reports failure instead of raising');
 SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-00000000fa01'),
-          'Ringing', 'phase 1 work of a failed cycle is rolled back too');
+          'Ringing', 'phase 1 work of a rolled-back cycle is rolled back too');
 SELECT is((SELECT count(*)::integer FROM messenger.realtime_outbox
             WHERE reference_id IN ('00000000-0000-0000-0000-00000000fa01', '00000000-0000-0000-0000-00000000fa02')),
-          0, 'a failed cycle leaves no outbox row');
+          0, 'a rolled-back cycle leaves no outbox row');
 SELECT results_eq(
     $$SELECT result, error_sqlstate, missed_count, failed_count FROM messenger.call_reaper_runs
        WHERE run_id = (SELECT run_id FROM r)$$,
     $$VALUES ('failed'::text, 'P0001'::text, 0, 0)$$,
     'the failed run is in the ledger with its SQLSTATE and no closures');
-SELECT is((SELECT ARRAY[k.runs_failed - b.runs_failed, k.errors - b.errors, k.runs_completed - b.runs_completed]
+SELECT is((SELECT ARRAY[k.runs_rolled_back - b.runs_rolled_back, k.errors - b.errors, k.runs_completed - b.runs_completed]
              FROM messenger.call_reaper_counters k, counters_before b),
-          ARRAY[1, 1, 0]::bigint[], 'a failed cycle counts one failed run and one error');
+          ARRAY[1, 1, 0]::bigint[], 'a rolled-back cycle counts one rolled-back run and one error');
 SELECT ok((SELECT last_success_at IS NOT DISTINCT FROM (SELECT last_success_at FROM counters_before)
              FROM messenger.call_reaper_counters),
-          'a failed cycle does not move the time of the last successful cycle');
+          'a rolled-back cycle does not move the time of the last successful cycle');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,7 +3,7 @@
 -- healthy calls, even when there are more poison calls than batch_size.
 BEGIN;
 SELECT plan(16);
--- The item_failed WARNINGs this test provokes are expected; keep the TAP output readable.
+-- The call_poisoned WARNINGs this test provokes are expected; keep the TAP output readable.
 SET LOCAL client_min_messages = error;
 
 -- A product trigger that refuses to close calls of one caller, and one that refuses the outbox
@@ -41,7 +41,7 @@ CREATE TEMP TABLE counters_before AS SELECT * FROM messenger.call_reaper_counter
 CREATE TEMP TABLE r1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 2, as_of => '2100-01-01 01:00:00+00');
 SELECT is((SELECT ARRAY[missed_count, poisoned_count] FROM r1), ARRAY[0, 2],
           'a batch made only of poison calls completes, reporting both as poisoned');
-SELECT is((SELECT result FROM r1), 'completed', 'a poisoned batch is not a failed cycle');
+SELECT is((SELECT result FROM r1), 'completed', 'a poisoned batch does not roll the cycle back');
 SELECT results_eq(
     $$SELECT call_id::text, phase, attempts, last_sqlstate, next_attempt_at, last_run_id
         FROM messenger.call_reaper_quarantine ORDER BY call_id$$,

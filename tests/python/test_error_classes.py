@@ -54,7 +54,7 @@ def raise_on(conn):
 
 def counters(conn):
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute("SELECT runs_failed, errors, items_poisoned FROM messenger.call_reaper_counters").fetchone()
+        return cur.execute("SELECT runs_rolled_back, errors, items_poisoned FROM messenger.call_reaper_counters").fetchone()
 
 
 def ledger(conn, run_id):
@@ -80,7 +80,7 @@ def test_transient_or_systemic_error_fails_the_cycle(sqlstate, conn, calls, rais
     assert (result["result"], result["missed_count"], result["poisoned_count"]) == ("failed", 0, 0)
     assert ledger(conn, result["run_id"])["error_sqlstate"] == sqlstate
     after = counters(conn)
-    assert (after["runs_failed"] - before["runs_failed"], after["errors"] - before["errors"],
+    assert (after["runs_rolled_back"] - before["runs_rolled_back"], after["errors"] - before["errors"],
             after["items_poisoned"] - before["items_poisoned"]) == (1, 1, 0)
     assert quarantined(conn, ids) == 0
     # Rolled back whole: the four healthy calls of the batch are not closed either.

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from call_reaper_exporter import PREFIX
-from exporter_support import REPO, dashboard_queries
+from exporter_support import REPO, RUN_RESULT_COLUMNS, dashboard_queries
 from reaper_support import reap
 
 P = PREFIX
@@ -113,8 +113,8 @@ def test_prometheus_ingests_every_spec_metric(conn, prometheus, reaper_paused):
     cur = conn.execute("SELECT * FROM messenger.call_reaper_metrics()")
     row = dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
     expected = {
-        **{f'{P}run_total{{result="{r}"}}': row["runs_" + r]
-           for r in ("completed", "skipped", "failed")},
+        **{f'{P}run_total{{result="{r}"}}': row[column]
+           for r, column in RUN_RESULT_COLUMNS.items()},
         **{f'{P}items_total{{outcome="{o}"}}': row["items_" + o]
            for o in ("missed", "failed", "poisoned")},
         f"{P}skip_locked_total": row["skip_locked"],

@@ -78,7 +78,7 @@ def test_single_poison_call_is_isolated_and_logged(conn, calls, poison, reaper_p
     assert (q["phase"], q["attempts"], q["last_sqlstate"], q["last_run_id"]) == \
         ("ring_timeout", 1, "P0001", result["run_id"])
     assert q["next_attempt_at"] == AS_OF + BACKOFF
-    failed = [n for n in notices if "event=item_failed" in n]
+    failed = [n for n in notices if "event=call_poisoned" in n]
     assert len(failed) == 1 and f"call_id={bad}" in failed[0]
     assert "Alice" not in failed[0] and "+15550100" not in failed[0]
 

@@ -297,8 +297,8 @@ def test_logs_are_key_value_with_ids_only(conn, make_conn, calls, reaper_paused)
 
     reaper_lines = [line for line in lines if line.startswith("call_reaper ")]
     events = {parse_log_line(line)["event"] for line in reaper_lines}
-    assert {"cycle_started", "batch_selected", "calls_reaped", "item_failed",
-            "cycle_completed", "cycle_failed", "cycle_skipped"} <= events
+    assert {"cycle_started", "batch_selected", "calls_reaped", "call_poisoned",
+            "cycle_completed", "cycle_rolled_back", "cycle_skipped"} <= events
     known_ids = {str(v) for r in good + [bad] for v in
                  (r["call_id"], r["caller_user_id"], r["callee_user_id"])}
     for line in reaper_lines:

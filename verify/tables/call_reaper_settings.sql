@@ -2,18 +2,14 @@
 
 BEGIN;
 
-SELECT 1 / count(*)
-  FROM messenger.call_reaper_settings
- WHERE batch_size BETWEEN 1 AND 10000;
-
 DO $$
 BEGIN
-    BEGIN
-        UPDATE messenger.call_reaper_settings SET batch_size = 0;
-        RAISE EXCEPTION 'call_reaper_settings accepted batch_size = 0';
-    EXCEPTION WHEN invalid_parameter_value THEN
-        NULL;
-    END;
+    IF (SELECT count(*) FROM messenger.call_reaper_settings) <> 1 THEN
+        RAISE EXCEPTION 'messenger.call_reaper_settings must hold exactly one row';
+    END IF;
+    IF NOT pg_catalog.has_table_privilege('messenger_call_reaper_owner', 'messenger.call_reaper_settings', 'SELECT') THEN
+        RAISE EXCEPTION 'messenger_call_reaper_owner must read messenger.call_reaper_settings';
+    END IF;
 END
 $$;
 

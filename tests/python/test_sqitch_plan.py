@@ -1,0 +1,121 @@
+"""Sqitch plan lint: habits every change keeps, checked on the files, no database needed.
+
+- every change in sqitch.plan has its deploy, revert and verify script, and no script is
+  left over without a change;
+- a change depends only on changes planned before it;
+- deploy and revert scripts are one transaction (BEGIN first, COMMIT last), verify scripts
+  BEGIN and end with ROLLBACK so they leave nothing behind;
+- no script sets search_path for the session (a pinned function search_path, or SET LOCAL,
+  is fine: a session-wide one leaks into every later script Sqitch runs on the connection);
+- every SECURITY DEFINER routine pins its search_path in its own definition.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = ROOT / "sqitch.plan"
+KINDS = ("deploy", "revert", "verify")
+
+
+def plan_entries() -> list[tuple[str, str, list[str]]]:
+    """(kind, name, dependencies) per plan line, kind 'change' or 'tag', in plan order."""
+    entries = []
+    for line in PLAN.read_text().splitlines():
+        if not line.strip() or line.startswith(("%", "#")):
+            continue
+        if line.startswith("@"):
+            entries.append(("tag", line.split()[0][1:], []))
+            continue
+        m = re.match(r"(\S+)\s+(?:\[([^\]]*)\]\s+)?\d{4}-", line)
+        assert m, f"unparsable sqitch.plan line: {line}"
+        entries.append(("change", m.group(1), (m.group(2) or "").split()))
+    return entries
+
+
+CHANGES = [name for kind, name, _ in plan_entries() if kind == "change"]
+
+
+def statements(sql: str) -> list[str]:
+    """The script without comments, split into rough statements (enough for first/last)."""
+    body = re.sub(r"--[^\n]*", "", sql)
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def test_the_plan_has_changes():
+    # Guards every parametrised test below against a parser that finds nothing.
+    assert len(CHANGES) > 30 and len(set(CHANGES)) == len(CHANGES)
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_every_change_has_its_three_scripts(change):
+    missing = [k for k in KINDS if not (ROOT / k / f"{change}.sql").is_file()]
+    assert not missing, f"{change}: no {', '.join(missing)} script"
+
+
+def test_no_script_without_a_change():
+    planned = set(CHANGES)
+    orphans = [str(p.relative_to(ROOT)) for k in KINDS for p in (ROOT / k).rglob("*.sql")
+               if str(p.relative_to(ROOT / k).with_suffix("")) not in planned]
+    assert not orphans
+
+
+def test_dependencies_come_earlier_in_the_plan():
+    seen: set[str] = set()
+    late = []
+    for kind, name, deps in plan_entries():
+        late += [f"{name} needs {d}" for d in deps if d.lstrip("!") not in seen]
+        seen.add(name)
+    assert not late
+
+
+@pytest.mark.parametrize("kind,change", [(k, c) for c in CHANGES for k in KINDS])
+def test_script_is_one_transaction(kind, change):
+    path = ROOT / kind / f"{change}.sql"
+    if not path.is_file():
+        pytest.fail(f"{path.relative_to(ROOT)} is missing")
+    stmts = statements(path.read_text())
+    end = "ROLLBACK" if kind == "verify" else "COMMIT"
+    assert stmts and stmts[0].upper() == "BEGIN", f"{kind}/{change}.sql must start with BEGIN;"
+    assert stmts[-1].upper() == end, f"{kind}/{change}.sql must end with {end};"
+
+
+ALL_SCRIPTS = sorted(str(p.relative_to(ROOT)) for k in KINDS for p in (ROOT / k).rglob("*.sql"))
+
+
+@pytest.mark.parametrize("script", ALL_SCRIPTS)
+def test_no_session_wide_search_path(script):
+    sql = re.sub(r"--[^\n]*", "", (ROOT / script).read_text())
+    # A statement, not a routine's SET clause: the statement ends at its own semicolon
+    # before any AS/BEGIN of a routine body.
+    session_set = re.search(r"(?im)^\s*SET\s+(SESSION\s+)?search_path\b[^;$]*;", sql)
+    set_config = re.search(r"(?i)set_config\(\s*'search_path'\s*,[^)]*,\s*false\s*\)", sql)
+    assert not session_set and not set_config, f"{script} sets search_path for the session"
+
+
+def routine_headers(sql: str) -> list[str]:
+    """Each CREATE FUNCTION/PROCEDURE up to its body: where SECURITY DEFINER and SET live."""
+    sql = re.sub(r"--[^\n]*", "", sql)
+    return re.findall(r"(?is)CREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|PROCEDURE)\s.*?\bAS\s+\$", sql)
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_security_definer_pins_search_path(change):
+    path = ROOT / "deploy" / f"{change}.sql"
+    sql = path.read_text()
+    assert not re.search(r"(?is)ALTER\s+(FUNCTION|PROCEDURE)[^;]*SECURITY\s+DEFINER", sql), \
+        f"{change}: SECURITY DEFINER belongs in the routine's definition, beside its search_path"
+    for header in routine_headers(sql):
+        if re.search(r"(?i)SECURITY\s+DEFINER", header):
+            assert re.search(r"(?i)\bSET\s+search_path\s*(=|TO)", header), \
+                f"{change}: a SECURITY DEFINER routine without a pinned search_path: {header[:80]}"
+
+
+def test_lint_sees_security_definer_routines():
+    # The parser must find the definer routines this project has, or the test above is empty.
+    definers = [c for c in CHANGES
+                if any(re.search(r"(?i)SECURITY\s+DEFINER", h)
+                       for h in routine_headers((ROOT / "deploy" / f"{c}.sql").read_text()))]
+    assert "functions/reap_call_timeouts" in definers and len(definers) >= 4
