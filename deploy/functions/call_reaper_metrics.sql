@@ -2,10 +2,6 @@
 
 BEGIN;
 
--- The body uses messenger.call_due_key, whose change comes later in sqitch.plan (new objects are
--- appended): it is resolved when the function first runs, not now.
-SET LOCAL check_function_bodies = off;
-
 -- messenger.call_reaper_metrics()
 --
 -- Everything one Prometheus scrape needs, as one row from one statement (so every value comes

@@ -2,10 +2,6 @@
 
 BEGIN;
 
--- The body calls messenger.call_reaper_lock_key(), a later change of sqitch.plan: checked when
--- it runs (verify, tests), not at CREATE.
-SET LOCAL check_function_bodies = off;
-
 -- messenger.call_reaper_status() RETURNS one row
 --
 -- What a DBA asks before and after pausing, resuming or changing the reaper, in one read:
