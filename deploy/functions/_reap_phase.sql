@@ -88,6 +88,7 @@ DECLARE
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_status     constant text := CASE p_phase WHEN 'ring_timeout' THEN 'Ringing'
                                                WHEN 'stale_answered' THEN 'Answered' END;
+    v_other      constant text := CASE p_phase WHEN 'ring_timeout' THEN 'stale_answered' ELSE 'ring_timeout' END;
     v_cutoff     constant timestamptz := p_as_of - p_timeout;
     v_share      constant integer := least(c_retry_share_max, (p_batch_size + 9) / 10);
     v_retry_ids  uuid[];
@@ -99,6 +100,8 @@ DECLARE
     v_lane_lo    timestamptz;
     v_lane_lo_id uuid;
     v_next_retry timestamptz;
+    v_next_other timestamptz;
+    v_quarantined boolean;
     v_floor_key  timestamptz;
     v_floor_id   uuid;
     v_floor_at   timestamptz;
@@ -142,7 +145,10 @@ BEGIN
     -- Retry lane; its DELETE of rows whose call is no longer due reads the same snapshot. The
     -- probe first (min() reads one entry of ix_call_reaper_quarantine_due; an EXISTS was
     -- planned as a scan of the whole quarantine) keeps an idle cycle from touching calls.
-    v_next_retry := (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase);
+    SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
+           (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = v_other)
+      INTO v_next_retry, v_next_other;
+    v_quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     IF v_next_retry <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
@@ -258,7 +264,7 @@ BEGIN
              WHERE s.status = v_status
                AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
-               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+               AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
              LIMIT v_limit
                FOR NO KEY UPDATE OF s SKIP LOCKED
@@ -282,7 +288,7 @@ BEGIN
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                            AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
-                           AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+                           AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
                          ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x)
                  - cardinality(b.ids)
           INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped

@@ -39,7 +39,7 @@ INSERT INTO claim VALUES ($$SELECT s.call_id, s.started_at, messenger.call_due_k
              WHERE s.status = v_status
                AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
-               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+               AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
              LIMIT v_limit
                FOR NO KEY UPDATE OF s SKIP LOCKED$$);
@@ -57,9 +57,9 @@ END
 $$;
 DO $$
 BEGIN
-    EXECUTE 'PREPARE claim_stale (text, timestamptz, timestamptz, integer, uuid) AS '
-         || replace(replace(replace(replace(replace((SELECT sql FROM claim), 'v_status', '$1'), 'v_lane_lo_id', '$5'),
-                            'v_lane_lo', '$2'), 'v_lane_hi', '$3'), 'v_limit', '$4');
+    EXECUTE 'PREPARE claim_stale (text, timestamptz, timestamptz, integer, uuid, boolean) AS '
+         || replace(replace(replace(replace(replace(replace((SELECT sql FROM claim), 'v_status', '$1'), 'v_lane_lo_id', '$5'),
+                            'v_lane_lo', '$2'), 'v_lane_hi', '$3'), 'v_limit', '$4'), 'v_quarantined', '$6');
 END
 $$;
 
@@ -73,12 +73,12 @@ SET LOCAL enable_sort = off;
 SET LOCAL plan_cache_mode = force_generic_plan;
 INSERT INTO scans
 SELECT 'generic', n
-  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_stale('Answered', '-infinity', '2100-01-01 10:00+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff')$$),
+  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_stale('Answered', '-infinity', '2100-01-01 10:00+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff', true)$$),
                         'strict $.** ? (@."Relation Name" == "call_sessions")') AS n;
 SET LOCAL plan_cache_mode = force_custom_plan;
 INSERT INTO scans
 SELECT 'custom', n
-  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_stale('Answered', '-infinity', '2100-01-01 10:00+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff')$$),
+  FROM jsonb_path_query(pg_temp.explain($$EXECUTE claim_stale('Answered', '-infinity', '2100-01-01 10:00+00', 200, 'ffffffff-ffff-ffff-ffff-ffffffffffff', true)$$),
                         'strict $.** ? (@."Relation Name" == "call_sessions")') AS n;
 RESET plan_cache_mode;
 
