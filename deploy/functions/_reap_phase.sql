@@ -115,8 +115,6 @@ DECLARE
     v_lane_lo_id uuid;
     v_next_retry timestamptz;
     v_quarantined boolean;
-    v_fast_done  boolean := false;
-    v_fast_failed boolean := false;
     v_floor_key  timestamptz;
     v_floor_id   uuid;
     v_floor_at   timestamptz;
@@ -165,90 +163,6 @@ BEGIN
     SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
            EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q)
       INTO v_next_retry, v_quarantined;
-    -- Common case, nothing quarantined (so no retry lane and no floor): ONE subtransaction claims
-    -- both healthy lanes and closes them. Row locks and updates then belong to the same
-    -- (sub)transaction, so each closed call's old row version carries a plain xmax; claimed in
-    -- the parent and updated in a subtransaction, as the path below must do to bisect, it
-    -- carries a MultiXact, whose dead index entries no scan may mark dead: every later claim
-    -- and idle cycle would visit the heap for each of them until VACUUM. If the attempt raises
-    -- a poison-class error it is rolled back whole (locks included) and the path below claims
-    -- again and isolates the poison; transient and systemic classes fail the cycle as there.
-    IF NOT v_quarantined AND p_budget >= 1 THEN
-        subtransactions := 1;
-        BEGIN
-            FOR v_lane IN 1 .. 2 LOOP
-                v_limit := p_batch_size - v_n_fresh;
-                EXIT WHEN v_limit <= 0;
-                v_lane_lo := CASE v_lane WHEN 1 THEN v_cutoff - p_fresh ELSE '-infinity' END;
-                v_lane_lo_id := c_uuid_max;
-                v_lane_hi := CASE v_lane WHEN 1 THEN v_cutoff ELSE v_cutoff - p_fresh END;
-            WITH claimed AS MATERIALIZED (
-                SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
-                  FROM messenger.call_sessions AS s
-                 WHERE s.status = v_status
-                   AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
-                   AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
-                   AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                 ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
-                 LIMIT v_limit
-                   FOR NO KEY UPDATE OF s SKIP LOCKED
-            ), batch AS (
-                SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
-                       coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}') AS started,
-                       coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys
-                  FROM claimed AS c
-            ), bound AS (
-                SELECT b.*,
-                       CASE WHEN cardinality(b.ids) < v_limit THEN v_lane_hi ELSE b.keys[v_limit] END AS upto_key,
-                       CASE WHEN cardinality(b.ids) < v_limit THEN c_uuid_max
-                            ELSE b.ids[v_limit] END AS upto_id
-                  FROM batch AS b
-            )
-            SELECT b.ids, b.started, b.keys,
-                   (SELECT count(*)::integer
-                      FROM (SELECT
-                              FROM messenger.call_sessions AS s
-                             WHERE s.status = v_status
-                               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
-                               AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
-                               AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
-                               AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                             ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x)
-                     - cardinality(b.ids)
-              INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped
-              FROM bound AS b;
-                skipped_locked := skipped_locked + greatest(v_skipped, 0);
-                IF v_lane = 1 THEN
-                    v_n_fresh := cardinality(v_lane_ids);
-                END IF;
-                v_ids := v_ids || v_lane_ids;
-                CONTINUE WHEN cardinality(v_lane_ids) = 0;
-                SELECT count(*)::integer, coalesce(array_agg(a.lag_seconds), '{}'),
-                       coalesce(array_agg(a.call_id || '/' || a.caller_user_id || '/' || a.callee_user_id), '{}')
-                  INTO v_count, v_lags, v_part
-                  FROM messenger._reap_apply(p_phase, v_lane_ids, v_lane_st,
-                                             ARRAY(SELECT k + p_timeout FROM unnest(v_lane_key) AS k),
-                                             p_run_id, p_as_of) AS a;
-                reaped := reaped + v_count;
-                lag_seconds := lag_seconds || v_lags;
-                v_calls := v_calls || v_part;
-            END LOOP;
-            v_fast_done := true;
-        EXCEPTION WHEN OTHERS THEN
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
-            IF left(v_state, 2) IN ('08', '40', '42', '53', '55', '57', '58', 'F0', 'XX') THEN
-                RAISE;
-            END IF;
-            v_fast_failed := true;
-            reaped := 0;
-            skipped_locked := 0;
-            lag_seconds := '{}';
-            v_calls := '{}';
-            v_ids := '{}';
-            v_n_fresh := 0;
-        END;
-    END IF;
-
     IF v_next_retry <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
@@ -348,7 +262,7 @@ BEGIN
     -- likewise must never sort a lane.
     FOR v_lane IN 1 .. 2 LOOP
         v_limit := p_batch_size - v_n_retry - v_n_fresh;
-        EXIT WHEN v_fast_done OR v_limit <= 0 OR (v_lane = 2 AND v_backlog_empty);
+        EXIT WHEN v_limit <= 0 OR (v_lane = 2 AND v_backlog_empty);
         IF v_lane = 1 THEN
             v_lane_lo := v_cutoff - p_fresh;
             v_lane_lo_id := c_uuid_max;
@@ -438,17 +352,8 @@ BEGIN
         v_stack_lo[v_top] := 1;
         v_stack_hi[v_top] := v_n_fresh;
     END IF;
-    IF v_fast_failed AND v_top = 1 AND v_stack_hi[1] > v_stack_lo[1] THEN
-        -- The batch is one range, which just failed whole in the common-case attempt: start
-        -- from its halves instead of spending a subtransaction to see it fail again.
-        v_mid := (v_stack_lo[1] + v_stack_hi[1]) / 2;
-        v_stack_lo[2] := v_stack_lo[1];
-        v_stack_hi[2] := v_mid;
-        v_stack_lo[1] := v_mid + 1;
-        v_top := 2;
-    END IF;
 
-    WHILE v_top > 0 AND NOT v_fast_done LOOP
+    WHILE v_top > 0 LOOP
         v_a := v_stack_lo[v_top];
         v_b := v_stack_hi[v_top];
         v_top := v_top - 1;
