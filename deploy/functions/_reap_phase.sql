@@ -56,9 +56,9 @@ BEGIN;
 --
 -- Why shaped so (the measurements behind each point: docs/benchmarks.md, "Design notes"):
 --   * a lane's claim and its skipped-locked count are one statement, so both read one snapshot;
---   * the anti-join against the quarantine runs only while the quarantine has a row at all (one
---     probe per phase, which sees what phase 1 just quarantined): in the common case the claims
---     read call_sessions alone;
+--   * the anti-join against the quarantine runs only while the quarantine has a row at all (two
+--     index probes per phase, which see what phase 1 just quarantined): in the common case the
+--     claims read call_sessions alone;
 --   * plan_cache_mode = force_generic_plan: planned once per session, not once per cycle (on a
 --     partitioned call_sessions, once per partition per cycle); the generic plans are the same
 --     range scans and prune partitions at executor start-up;
@@ -103,6 +103,7 @@ DECLARE
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_status     constant text := CASE p_phase WHEN 'ring_timeout' THEN 'Ringing'
                                                WHEN 'stale_answered' THEN 'Answered' END;
+    v_other      constant text := CASE p_phase WHEN 'ring_timeout' THEN 'stale_answered' ELSE 'ring_timeout' END;
     v_cutoff     constant timestamptz := p_as_of - p_timeout;
     v_share      constant integer := least(c_retry_share_max, (p_batch_size + 9) / 10);
     v_retry_ids  uuid[];
@@ -114,6 +115,7 @@ DECLARE
     v_lane_lo    timestamptz;
     v_lane_lo_id uuid;
     v_next_retry timestamptz;
+    v_next_other timestamptz;
     v_quarantined boolean;
     v_floor_key  timestamptz;
     v_floor_id   uuid;
@@ -156,13 +158,14 @@ BEGIN
     END IF;
 
     -- Retry lane; its DELETE of rows whose call is no longer due reads the same snapshot. The
-    -- probe first keeps an idle cycle from touching calls: min() reads one entry of
-    -- ix_call_reaper_quarantine_due, and the EXISTS stops at the quarantine's first row (an
-    -- empty quarantine has no page to read). Only the reaper writes the quarantine, under the
-    -- single-runner lock, so v_quarantined cannot go stale before this phase's claims.
+    -- probes first keep an idle cycle from touching calls: each min() reads one entry of
+    -- ix_call_reaper_quarantine_due (an EXISTS was planned as a scan of the whole quarantine,
+    -- dead pages included). Only the reaper writes the quarantine, under the single-runner
+    -- lock, so v_quarantined cannot go stale before this phase's claims.
     SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
-           EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q)
-      INTO v_next_retry, v_quarantined;
+           (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = v_other)
+      INTO v_next_retry, v_next_other;
+    v_quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     IF v_next_retry <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
