@@ -231,6 +231,9 @@ PRODUCT_LATE_HANGUP = """
                        ORDER BY s.started_at, s.call_id OFFSET floor(random() * 400)::integer LIMIT 1)"""
 
 
+UUID_MAX = uuid.UUID("ffffffff-ffff-ffff-ffff-ffffffffffff")
+
+
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -397,15 +400,24 @@ class Bench:
             c.commit()  # the SET must outlive the rollbacks below
             phase_src = (REPO / "deploy" / "functions" / "_reap_phase.sql").read_text()
             for phase, (claim, cutoff, timeout, key) in claims.items():
-                # The phase's claim-and-count statement as deployed, with its generic plan too.
-                block = phase_src.split(f"p_phase = '{phase}' THEN\n", 1)[1]
-                cstmt = block.split(";\n", 1)[0].replace("          INTO v_ids, v_started, v_due, skipped_locked\n", "")
-                for i, name in enumerate(("v_cutoff", "p_as_of", "p_batch_size", "p_timeout"), 1):
+                # A healthy lane's claim-and-count statement as deployed, with its generic plan
+                # too: the whole due range of the phase as one lane, nothing quarantined.
+                cstmt = "WITH claimed AS MATERIALIZED (" + phase_src.split(
+                    "        WITH claimed AS MATERIALIZED (", 1)[1].split(
+                    "          INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped\n", 1)[0]
+                cstmt += "          FROM bound AS b"
+                names = ("v_status", "v_lane_lo_id", "v_lane_lo", "v_lane_hi", "v_limit", "v_quarantined", "c_uuid_max")
+                for i, name in enumerate(names, 1):
                     cstmt = re.sub(rf"\b{name}\b", f"${i}", cstmt)
-                c.execute(f"PREPARE bench_claim_{phase} (timestamptz, timestamptz, integer, interval) AS " + cstmt)
+                c.execute(f"PREPARE bench_claim_{phase} (text, uuid, timestamptz, timestamptz, integer, boolean, uuid) AS "
+                          + cstmt)
+                status = "Ringing" if phase == "ring_timeout" else "Answered"
+                c.execute("SET LOCAL enable_sort = off")  # _reap_phase's own settings
+                c.execute("SET LOCAL jit = off")
                 plan = c.execute(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{phase}"
-                                 " (%s::timestamptz, %s::timestamptz, %s::integer, %s::interval)",
-                                 (cutoff, AS_OF, batch, timeout)).fetchall()
+                                 " (%s::text, %s::uuid, '-infinity', %s::timestamptz, %s::integer, false, %s::uuid)",
+                                 (status, UUID_MAX, cutoff, batch, UUID_MAX)).fetchall()
+                c.execute("SET LOCAL enable_sort = on")  # _reap_apply's
                 print(f"\nEXPLAIN (ANALYZE, BUFFERS) of _reap_phase's claim-and-count statement, generic plan, {phase}:")
                 for (line,) in plan:
                     print("  " + line)

@@ -3,23 +3,24 @@
 BEGIN;
 
 -- Contract: closes the given calls of one phase and writes their outbox rows in ONE statement,
--- so a transition can never commit without its outbox row or the other way round. The caller
--- must already hold the rows (FOR NO KEY UPDATE); the status guard in the UPDATE keeps a call
--- that is no longer active untouched anyway. Returns the calls it closed, in due order, with
--- how late each was closed. It raises whatever the UPDATE or INSERT raises (the caller isolates
--- poison calls). PL/pgSQL around a single RETURN QUERY, not LANGUAGE sql: PostgreSQL 15
--- re-plans a (non-inlinable) SQL function's statement on every call, which cost more than a
--- millisecond per batch, and several on a partitioned call_sessions; PL/pgSQL keeps the plan
--- for the session. enable_sort = on: its caller, _reap_phase, turns sorting off for its claims,
--- and this statement must sort its small batch (planned without, one call took 150 ms).
+-- so a transition can never commit without its outbox row or the other way round.
 --   p_phase     'ring_timeout' (Ringing -> Missed, CallMissed to the caller) or
 --               'stale_answered' (Answered -> Failed, CallEnded to each distinct party)
 --   p_call_ids  claimed calls; p_started_at and p_due_at their started_at and due times (same
 --               order). started_at is matched too: on a call_sessions partitioned by started_at
---               (sql/partition_call_sessions.sql) that prunes each lookup to one partition
---               instead of probing every month's index.
+--               (sql/partition_call_sessions.sql) that prunes each lookup to one partition.
 --   p_run_id    the cycle's run id, written as the outbox correlation_id
 --   p_as_of     the cycle's time: ended_at, updated_at and the outbox created_at
+-- Returns the calls it closed, in due order, with how late each was closed (p_as_of - due).
+-- Locking: the caller must already hold the rows (FOR NO KEY UPDATE). The UPDATE re-checks the
+-- phase's status, so a call that is no longer active is left untouched and gets no outbox row.
+-- Errors: whatever the UPDATE or the INSERT raises (a CHECK, the outbox's unique index, a
+-- trigger), unhandled: the caller runs each attempt in a subtransaction and isolates poison.
+-- Why shaped so (measurements: docs/benchmarks.md, "Design notes"): PL/pgSQL around a single
+-- RETURN QUERY, not LANGUAGE sql, because PostgreSQL 15 re-plans a non-inlinable SQL
+-- function's statement on every call, while PL/pgSQL keeps the plan for the session;
+-- enable_sort = on because the caller turns sorting off for its claims and this statement must
+-- sort its batch (the outbox rows in due order, see below).
 CREATE OR REPLACE FUNCTION messenger._reap_apply(
     p_phase      text,
     p_call_ids   uuid[],
@@ -61,6 +62,9 @@ WITH closed AS (
            p_run_id,
            p_as_of
       FROM closed AS x
+     -- r.n numbers a call's recipients: 1 = the caller (a CallMissed goes to the caller only),
+     -- 2 = the callee. It selects who gets a row and orders the rows: realtime-dispatch
+     -- delivers in id order, so the ids follow due order, the caller's row before the callee's.
      CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
      -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
      -- second one the outbox's unique index would refuse (making the call poison forever).

@@ -51,12 +51,20 @@ BEGIN;
 -- listing every closed call as call_id/caller/callee (status and end_reason are the phase's),
 -- so the server log grows by O(1) records per cycle (each record also gets CONTEXT and
 -- STATEMENT lines), not one per call.
--- plan_cache_mode = force_generic_plan: the statements are planned once per session instead of
--- every cycle (on a partitioned call_sessions, every partition every cycle); the generic plans
--- are the same range scans and prune partitions at executor start-up. enable_sort = off: every
--- claim walks ix_call_due in order, never sorts a lane (see the lane loop). jit = off: a
--- disabled sort costs 1e10, which would otherwise make the executor JIT-compile (170 ms) a
--- statement that runs in microseconds.
+-- Bad input: an unknown p_phase raises SQLSTATE 22023 before anything is read. The other
+-- arguments are the caller's, already checked (messenger._check_reaper_options).
+--
+-- Why shaped so (the measurements behind each point: docs/benchmarks.md, "Design notes"):
+--   * a lane's claim and its skipped-locked count are one statement, so both read one snapshot;
+--   * the anti-join against the quarantine runs only while the quarantine has a row at all (two
+--     index probes per phase, which see what phase 1 just quarantined): in the common case the
+--     claims read call_sessions alone;
+--   * plan_cache_mode = force_generic_plan: planned once per session, not once per cycle (on a
+--     partitioned call_sessions, once per partition per cycle); the generic plans are the same
+--     range scans and prune partitions at executor start-up;
+--   * enable_sort = off: a claim walks ix_call_due in due order and never sorts a lane;
+--   * jit = off: the cost a disabled sort is charged would otherwise make the executor
+--     JIT-compile statements that run in microseconds.
 CREATE OR REPLACE FUNCTION messenger._reap_phase(
     p_phase              text,
     p_run_id             uuid,
@@ -82,12 +90,20 @@ SET jit = off
 AS $$
 DECLARE
     c_retry_share_max constant integer := 8;
-    -- Lanes are bounded below by a row comparison (the keyset form): besides being an index
-    -- condition, it keeps the generic plan's row estimate from collapsing as a two-sided range
-    -- of parameters would, which made the planner sort the lane instead of walking the index.
+    -- Lanes are bounded below by a row comparison on (due key, call_id), the keyset form: it is
+    -- an index condition of ix_call_due, and it keeps the generic plan walking the index rather
+    -- than sorting the lane (see docs/benchmarks.md, "Design notes").
+    -- Sentinel: paired with the all-ones uuid, a due key k bounds a range to the keys after k
+    -- from below ((key, id) >= (k, c_uuid_max)) and to the keys up to k inclusive from above
+    -- ((key, id) <= (k, c_uuid_max)), whatever the call ids. So the backlog lane (up to
+    -- cutoff - p_fresh) and the fresh lane (after it) never share a call, ('-infinity',
+    -- c_uuid_max) is "no floor", and a count up to (lane end, c_uuid_max) covers the whole lane.
+    -- (A call whose id is itself the all-ones uuid, which gen_random_uuid never returns, would
+    -- sit on both sides of a bound: at worst claimed by both lanes and closed once.)
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
     v_status     constant text := CASE p_phase WHEN 'ring_timeout' THEN 'Ringing'
                                                WHEN 'stale_answered' THEN 'Answered' END;
+    v_other      constant text := CASE p_phase WHEN 'ring_timeout' THEN 'stale_answered' ELSE 'ring_timeout' END;
     v_cutoff     constant timestamptz := p_as_of - p_timeout;
     v_share      constant integer := least(c_retry_share_max, (p_batch_size + 9) / 10);
     v_retry_ids  uuid[];
@@ -99,6 +115,8 @@ DECLARE
     v_lane_lo    timestamptz;
     v_lane_lo_id uuid;
     v_next_retry timestamptz;
+    v_next_other timestamptz;
+    v_quarantined boolean;
     v_floor_key  timestamptz;
     v_floor_id   uuid;
     v_floor_at   timestamptz;
@@ -140,9 +158,14 @@ BEGIN
     END IF;
 
     -- Retry lane; its DELETE of rows whose call is no longer due reads the same snapshot. The
-    -- probe first (min() reads one entry of ix_call_reaper_quarantine_due; an EXISTS was
-    -- planned as a scan of the whole quarantine) keeps an idle cycle from touching calls.
-    v_next_retry := (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase);
+    -- probes first keep an idle cycle from touching calls: each min() reads one entry of
+    -- ix_call_reaper_quarantine_due (an EXISTS was planned as a scan of the whole quarantine,
+    -- dead pages included). Only the reaper writes the quarantine, under the single-runner
+    -- lock, so v_quarantined cannot go stale before this phase's claims.
+    SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
+           (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = v_other)
+      INTO v_next_retry, v_next_other;
+    v_quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     IF v_next_retry <= p_as_of THEN
     WITH expired AS (
         SELECT q.call_id
@@ -258,7 +281,7 @@ BEGIN
              WHERE s.status = v_status
                AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lane_hi
-               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+               AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
              LIMIT v_limit
                FOR NO KEY UPDATE OF s SKIP LOCKED
@@ -282,7 +305,7 @@ BEGIN
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
                            AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
                            AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
-                           AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+                           AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
                          ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x)
                  - cardinality(b.ids)
           INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped

@@ -22,7 +22,6 @@ SELECT bag_eq(
         FROM pg_proc AS p JOIN who AS o ON o.oid = p.proowner
        WHERE p.pronamespace = 'messenger'::regnamespace$$,
     $$VALUES
-      ('messenger._call_reaper_polling_guard()', 'deployer', false, true),
       ('messenger._call_reaper_quarantine_released()', 'messenger_call_reaper_owner', true, true),
       ('messenger._call_reaper_settings_guard()', 'deployer', false, true),
       ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_owner', false, true),
