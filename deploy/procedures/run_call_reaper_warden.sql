@@ -19,6 +19,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_end constant timestamptz := date_trunc('minute', clock_timestamp()) + interval '59 seconds';
+    v_next timestamptz;
 BEGIN
     LOOP
         BEGIN
@@ -28,8 +29,14 @@ BEGIN
         END;
         COMMIT;
         EXIT WHEN clock_timestamp() >= v_end;
-        PERFORM pg_catalog.pg_sleep(1);
-        COMMIT;
+        -- A second in naps of 0.1 s, each its own transaction: a sleeping statement holds a
+        -- snapshot, and one held for a second would keep every call closed in that second from
+        -- being pruned or marked dead in the indexes (tests/python/test_snapshot_horizon.py).
+        v_next := clock_timestamp() + interval '1 second';
+        WHILE clock_timestamp() < v_next LOOP
+            PERFORM pg_catalog.pg_sleep(least(0.1, extract(epoch FROM v_next - clock_timestamp())));
+            COMMIT;
+        END LOOP;
     END LOOP;
 END
 $$;

@@ -4,9 +4,14 @@
 
 BEGIN;
 
-SELECT cron.unschedule(j.jobid)
-  FROM cron.job AS j
- WHERE j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper';
+DO $$
+BEGIN
+    -- PERFORM, not SELECT: sqitch revert would print the result.
+    PERFORM cron.unschedule(j.jobid)
+      FROM cron.job AS j
+     WHERE j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper';
+END
+$$;
 
 DO $$
 BEGIN

@@ -3,8 +3,13 @@
 
 BEGIN;
 
-SELECT cron.unschedule(j.jobid)
-  FROM cron.job AS j
- WHERE j.jobname = 'messenger-call-reaper-warden' AND j.database = current_database();
+DO $$
+BEGIN
+    -- PERFORM, not SELECT: sqitch revert would print the result.
+    PERFORM cron.unschedule(j.jobid)
+      FROM cron.job AS j
+     WHERE j.jobname = 'messenger-call-reaper-warden' AND j.database = current_database();
+END
+$$;
 
 COMMIT;
