@@ -126,5 +126,5 @@ def test_the_readme_test_map_lists_every_change_in_plan_order():
     # a change added, removed or moved without it would leave the map describing another tree.
     readme = (ROOT / "README.md").read_text()
     table = readme.split("| change | tests |", 1)[1].split("\n## ", 1)[0]
-    mapped = [m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", table, re.M)]
+    mapped = [m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", table, re.MULTILINE)]
     assert mapped == CHANGES
