@@ -402,10 +402,9 @@ class Bench:
             for phase, (claim, cutoff, timeout, key) in claims.items():
                 # A healthy lane's claim-and-count statement as deployed, with its generic plan
                 # too: the whole due range of the phase as one lane, nothing quarantined.
-                cstmt = "WITH claimed AS MATERIALIZED (" + phase_src.split(
-                    "        WITH claimed AS MATERIALIZED (", 1)[1].split(
-                    "          INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped\n", 1)[0]
-                cstmt += "          FROM bound AS b"
+                head, rest = phase_src.split("        WITH claimed AS MATERIALIZED (", 1)[1].split(
+                    "          INTO v_lane_ids,", 1)
+                cstmt = "WITH claimed AS MATERIALIZED (" + head + rest.split("\n", 1)[1].split(";", 1)[0]
                 names = ("v_status", "v_lane_lo_id", "v_lane_lo", "v_lane_hi", "v_limit", "v_quarantined", "c_uuid_max")
                 for i, name in enumerate(names, 1):
                     cstmt = re.sub(rf"\b{name}\b", f"${i}", cstmt)

@@ -22,8 +22,21 @@ BEGIN;
 --   fresh    healthy calls (not in the quarantine) that became due within the last p_fresh,
 --            oldest first: the ones the SLO (due + polling interval) still covers.
 --   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, starting
---            at the phase's floor (messenger.call_reaper_claim_floor), which this function
---            moves over quarantined calls so no cycle walks them again.
+--            at the phase's floor (messenger.call_reaper_claim_floor: no due call below it is
+--            claimable but quarantined ones). This function moves the floor
+--              - over quarantined calls (while the phase has quarantine rows), so no cycle
+--                walks them again;
+--              - after a full backlog lane, up to the first of: the first call that lane
+--                passed (skipped_locked), the first of its calls left deferred, its last
+--                claimed call. So the next cycle of a drain starts where this one stopped
+--                instead of walking the index entries of every call the drain closed (dead
+--                until VACUUM; at 100k calls that walk was a third of a drain's buffers).
+--            A floor is ignored once p_as_of leaves [reset_at, reset_at + p_backoff_max), and
+--            a phase without quarantine rows keeps one only while its backlog lane fills: the
+--            first cycle whose backlog lane comes up short deletes it. A call that gets a due
+--            key below the floor without being claimed (a write committed long after the
+--            started_at or updated_at it carries) is therefore claimed when the drain ends,
+--            at most p_backoff_max later.
 -- Healthy lanes are one statement over ix_call_due (a range scan between two due keys that
 -- stops at the cutoff or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
 -- it to that). skipped_locked = healthy due calls inside the ranges the claims walked (up to
@@ -55,7 +68,8 @@ BEGIN;
 -- arguments are the caller's, already checked (messenger._check_reaper_options).
 --
 -- Why shaped so (the measurements behind each point: docs/benchmarks.md, "Design notes"):
---   * a lane's claim and its skipped-locked count are one statement, so both read one snapshot;
+--   * a lane's claim and its skipped-locked walk are one statement, so both read one snapshot;
+--     the walk also yields the first call passed, where the floor must stop;
 --   * the anti-join against the quarantine runs only while the quarantine has a row at all (two
 --     index probes per phase, which see what phase 1 just quarantined): in the common case the
 --     claims read call_sessions alone;
@@ -121,6 +135,14 @@ DECLARE
     v_floor_id   uuid;
     v_floor_at   timestamptz;
     v_floor_moved boolean := false;
+    v_floor_row  boolean;
+    v_backlog_start integer := 2147483647;
+    v_backlog_full boolean;  -- NULL: the backlog lane did not run
+    v_first_deferred integer;
+    v_upto_key   timestamptz;
+    v_upto_id    uuid;
+    v_skip_key   timestamptz;
+    v_skip_id    uuid;
     v_backlog_empty boolean := false;
     v_new_key    timestamptz;
     v_new_id     uuid;
@@ -161,10 +183,15 @@ BEGIN
     -- probes first keep an idle cycle from touching calls: each min() reads one entry of
     -- ix_call_reaper_quarantine_due (an EXISTS was planned as a scan of the whole quarantine,
     -- dead pages included). Only the reaper writes the quarantine, under the single-runner
-    -- lock, so v_quarantined cannot go stale before this phase's claims.
+    -- lock, so v_quarantined cannot go stale before this phase's claims. The same statement
+    -- reads the phase's floor (one row of a one-page table).
     SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
-           (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = v_other)
-      INTO v_next_retry, v_next_other;
+           (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = v_other),
+           f.due_key, f.call_id, f.reset_at
+      INTO v_next_retry, v_next_other, v_floor_key, v_floor_id, v_floor_at
+      FROM (SELECT) AS one
+      LEFT JOIN messenger.call_reaper_claim_floor AS f ON f.phase = p_phase;
+    v_floor_row := v_floor_at IS NOT NULL;
     v_quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     IF v_next_retry <= p_as_of THEN
     WITH expired AS (
@@ -202,22 +229,17 @@ BEGIN
     END IF;
     v_n_retry := cardinality(v_retry_ids);
 
-    -- The backlog lane starts at the phase's floor (messenger.call_reaper_claim_floor: every call
-    -- below it is quarantined), moved here over the quarantined entries that follow it. Idle,
-    -- this reads the few entries from the floor to the backlog's end, not the quarantine.
-    -- With no quarantine row of this phase there is nothing to pass over: the lane starts at
-    -- the beginning and nothing is read or written for the floor (a drain pays nothing for it).
-    v_floor_key := '-infinity';
-    v_floor_id := c_uuid_max;
+    -- The backlog lane starts at the phase's floor, moved here over the quarantined entries
+    -- that follow it. Idle, this reads the few entries from the floor to the backlog's end, not
+    -- the quarantine. With no quarantine row of this phase there is nothing to pass over; the
+    -- floor is then one a drain left (moved after the apply below), or none.
+    IF v_floor_at IS NULL OR p_as_of < v_floor_at OR p_as_of >= v_floor_at + p_backoff_max THEN
+        v_floor_key := '-infinity';
+        v_floor_id := c_uuid_max;
+        v_floor_at := p_as_of;
+        v_floor_moved := v_floor_row;
+    END IF;
     IF v_next_retry IS NOT NULL THEN
-        SELECT f.due_key, f.call_id, f.reset_at INTO v_floor_key, v_floor_id, v_floor_at
-          FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
-        IF v_floor_at IS NULL OR p_as_of < v_floor_at OR p_as_of >= v_floor_at + p_backoff_max THEN
-            v_floor_key := '-infinity';
-            v_floor_id := c_uuid_max;
-            v_floor_at := p_as_of;
-            v_floor_moved := true;
-        END IF;
         -- The first healthy (or row-locked) call at or above the floor becomes the floor; with none
         -- up to the backlog's end, the last (quarantined) call before that end does. Never the end
         -- itself: a call committed late with an older due key than the end would then be passed
@@ -248,12 +270,6 @@ BEGIN
             v_floor_key := v_new_key;
             v_floor_id := v_new_id;
             v_floor_moved := true;
-        END IF;
-        IF v_floor_moved THEN
-            INSERT INTO messenger.call_reaper_claim_floor AS f (phase, due_key, call_id, reset_at)
-            VALUES (p_phase, v_floor_key, v_floor_id, v_floor_at)
-            ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
-               SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at;
         END IF;
     END IF;
 
@@ -297,20 +313,27 @@ BEGIN
                         ELSE b.ids[v_limit] END AS upto_id
               FROM batch AS b
         )
-        SELECT b.ids, b.started, b.keys,
-               (SELECT count(*)::integer
-                  FROM (SELECT
-                          FROM messenger.call_sessions AS s
-                         WHERE s.status = v_status
-                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
-                           AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
-                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
-                           AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                         ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x)
-                 - cardinality(b.ids)
-          INTO v_lane_ids, v_lane_st, v_lane_key, v_skipped
-          FROM bound AS b;
-        skipped_locked := skipped_locked + greatest(v_skipped, 0);
+        SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, k.n, k.first_key, k.first_id
+          INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped, v_skip_key, v_skip_id
+          FROM bound AS b
+         CROSS JOIN LATERAL (
+               SELECT count(*)::integer AS n,
+                      (array_agg(x.due_key ORDER BY x.due_key, x.call_id))[1] AS first_key,
+                      (array_agg(x.call_id ORDER BY x.due_key, x.call_id))[1] AS first_id
+                 FROM (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key, s.call_id
+                         FROM messenger.call_sessions AS s
+                        WHERE s.status = v_status
+                          AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
+                          AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
+                          AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
+                          AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+                          AND s.call_id NOT IN (SELECT c.call_id FROM claimed AS c)
+                        ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x) AS k;
+        skipped_locked := skipped_locked + v_skipped;
+        IF v_lane = 2 THEN
+            v_backlog_start := v_n_fresh + v_n_retry + 1;
+            v_backlog_full := cardinality(v_lane_ids) = v_limit;
+        END IF;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);
             -- Layout: fresh, then retry, then backlog; each lane a contiguous range.
@@ -333,9 +356,6 @@ BEGIN
 
     RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
         p_run_id, p_phase, v_n, v_n_retry, skipped_locked;
-    IF v_n = 0 THEN
-        RETURN;
-    END IF;
 
     -- A stack of index ranges, popped from the top: fresh range, retry calls one by one (they
     -- failed before, so a set would fail again), backlog range; a failing range is replaced by
@@ -362,6 +382,9 @@ BEGIN
         v_top := v_top - 1;
         IF subtransactions >= p_budget THEN
             deferred := deferred + v_b - v_a + 1;
+            IF v_b >= v_backlog_start AND v_first_deferred IS NULL THEN
+                v_first_deferred := greatest(v_a, v_backlog_start);
+            END IF;
             CONTINUE;
         END IF;
         subtransactions := subtransactions + 1;
@@ -429,6 +452,38 @@ BEGIN
          WHERE q.call_id = ANY (v_retry_ids)
            AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
                             WHERE s.call_id = q.call_id AND s.status = v_status);
+    END IF;
+
+    -- A full backlog lane moves the floor to where the next cycle must start: everything below
+    -- that point it closed or quarantined. Passed (row-locked) and deferred calls stay above.
+    -- A lane that comes up short ends a drain: without quarantine rows there is nothing for a
+    -- floor to pass over, and keeping it would only hold back calls committed late below it.
+    IF v_backlog_full THEN
+        IF v_skipped > 0 AND (v_skip_key, v_skip_id) < (v_upto_key, v_upto_id) THEN
+            v_upto_key := v_skip_key;
+            v_upto_id := v_skip_id;
+        END IF;
+        IF v_first_deferred IS NOT NULL
+           AND (v_keys[v_first_deferred], v_ids[v_first_deferred]) < (v_upto_key, v_upto_id) THEN
+            v_upto_key := v_keys[v_first_deferred];
+            v_upto_id := v_ids[v_first_deferred];
+        END IF;
+        IF (v_upto_key, v_upto_id) > (v_floor_key, v_floor_id) THEN
+            v_floor_key := v_upto_key;
+            v_floor_id := v_upto_id;
+            v_floor_moved := true;
+        END IF;
+    ELSIF NOT v_backlog_full AND v_next_retry IS NULL THEN
+        IF v_floor_row THEN
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+        END IF;
+        v_floor_moved := false;
+    END IF;
+    IF v_floor_moved THEN
+        INSERT INTO messenger.call_reaper_claim_floor AS f (phase, due_key, call_id, reset_at)
+        VALUES (p_phase, v_floor_key, v_floor_id, v_floor_at)
+        ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
+           SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at;
     END IF;
 
     IF reaped > 0 THEN

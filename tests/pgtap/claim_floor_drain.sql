@@ -1,0 +1,123 @@
+-- A drain's cycles start where the previous one stopped (the claim floor), never above a call
+-- they left claimable: after each cycle no active, unquarantined due call lies below the floor.
+-- The floor goes with the drain's end, and a call committed below it meanwhile is closed then.
+BEGIN;
+SELECT plan(18);
+SET LOCAL client_min_messages = error;  -- the call_poisoned WARNINGs below are expected
+
+-- 1 000 Ringing calls overdue at 2100-01-01 12:00, a second apart: the backlog lane's calls.
+INSERT INTO messenger.call_sessions
+       (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', t, t
+  FROM generate_series(1, 1000) AS g, LATERAL (SELECT timestamptz '2100-01-01 10:00+00' + g * interval '1 second') AS x (t);
+
+-- The invariant, as a count of violations: active, due, unquarantined calls below the floor.
+CREATE FUNCTION pg_temp.below_floor(p_as_of timestamptz) RETURNS integer LANGUAGE sql AS $$
+    SELECT count(*)::integer
+      FROM messenger.call_reaper_claim_floor AS f
+      JOIN messenger.call_sessions AS s
+        ON s.status = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
+       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) < (f.due_key, f.call_id)
+     WHERE NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+       AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= p_as_of - interval '45 seconds'
+$$;
+
+CREATE TEMP TABLE c1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00+00');
+SELECT is((SELECT missed_count FROM c1), 100, 'the first cycle closes a full batch of the oldest calls');
+SELECT results_eq(
+    $$SELECT due_key, reset_at FROM messenger.call_reaper_claim_floor WHERE phase = 'ring_timeout'$$,
+    $$VALUES (timestamptz '2100-01-01 10:00+00' + interval '100 seconds', timestamptz '2100-01-01 12:00+00')$$,
+    'a full backlog lane leaves the floor at the last call it closed, reset_at the cycle''s as_of');
+SELECT is(pg_temp.below_floor('2100-01-01 12:00+00'), 0, 'no claimable call lies below the floor');
+SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_claim_floor WHERE phase = 'stale_answered'), 0,
+          'a phase whose backlog lane came up short keeps no floor');
+
+-- A call committed long after the started_at it carries, below the floor, during the drain.
+INSERT INTO messenger.call_sessions
+       (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+VALUES ('00000000-0000-0000-0000-00000000a7e0', gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing',
+        '2100-01-01 10:00:30+00', '2100-01-01 10:00:30+00');
+CREATE TEMP TABLE c2 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:01+00');
+SELECT is((SELECT missed_count FROM c2), 100, 'the next cycle closes the next full batch');
+SELECT is((SELECT count(*)::integer FROM messenger.call_sessions
+            WHERE status = 'Missed' AND started_at > '2100-01-01 10:01:40+00' AND started_at <= '2100-01-01 10:03:20+00'), 100,
+          'it starts at the floor: the 100 calls after the first batch, none of the first batch''s again');
+SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-00000000a7e0'), 'Ringing',
+          'the call committed below the floor waits for the drain''s end');
+
+-- The rest of the drain: 8 more full cycles, then one whose lane comes up short.
+DO $$
+BEGIN
+    FOR i IN 1 .. 8 LOOP
+        PERFORM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:02+00');
+    END LOOP;
+END
+$$;
+SELECT is((SELECT count(*)::integer FROM messenger.call_sessions WHERE status = 'Ringing'), 1,
+          'ten full cycles closed the 1 000 calls, the late one is still Ringing');
+SELECT is(pg_temp.below_floor('2100-01-01 12:00:02+00'), 1, 'it is the one call below the floor');
+CREATE TEMP TABLE c11 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:03+00');
+SELECT is((SELECT missed_count FROM c11), 0, 'the cycle after the last full one finds nothing above the floor');
+SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_claim_floor), 0,
+          'a backlog lane that comes up short ends the drain: the floor is deleted');
+CREATE TEMP TABLE c12 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:04+00');
+SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-00000000a7e0'), 'Missed',
+          'the next cycle walks from the start and closes the late call');
+
+-- Deferred calls stop the floor: 20 poison calls among 200 spend phase 1's 31 attempts.
+CREATE FUNCTION pg_temp.refuse_poison_call() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.caller_user_id = '00000000-0000-0000-0000-00000000dead' THEN
+        RAISE EXCEPTION 'poison call' USING ERRCODE = 'P0001';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER test_poison BEFORE UPDATE ON messenger.call_sessions
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse_poison_call();
+INSERT INTO messenger.call_sessions
+       (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+SELECT gen_random_uuid(),
+       CASE WHEN g % 10 = 0 THEN '00000000-0000-0000-0000-00000000dead'::uuid ELSE gen_random_uuid() END,
+       gen_random_uuid(), 'Audio', 'Ringing', t, t
+  FROM generate_series(1, 400) AS g, LATERAL (SELECT timestamptz '2100-01-01 11:00+00' + g * interval '1 second') AS x (t);
+CREATE TEMP TABLE p1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 200, as_of => '2100-01-01 12:00:05+00');
+SELECT ok((SELECT deferred_count > 0 FROM messenger.call_reaper_runs WHERE run_id = (SELECT run_id FROM p1)),
+          'the poisoned batch leaves calls deferred');
+SELECT is(pg_temp.below_floor('2100-01-01 12:00:05+00'), 0, 'the floor stops at the first deferred call');
+SELECT ok((SELECT f.due_key <= (SELECT min(s.started_at) FROM messenger.call_sessions AS s
+                                 WHERE s.status = 'Ringing'
+                                   AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+             FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'ring_timeout'),
+          'no deferred call lies below the floor');
+CREATE TEMP TABLE drained (cycles integer);
+DO $$
+DECLARE
+    v_cycles integer := 0;
+BEGIN
+    WHILE EXISTS (SELECT FROM messenger.call_sessions AS s
+                   WHERE s.status = 'Ringing'
+                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+          AND v_cycles < 100 LOOP
+        v_cycles := v_cycles + 1;
+        PERFORM messenger.reap_call_timeouts(batch_size => 200, as_of => '2100-01-01 12:00:06+00');
+        IF pg_temp.below_floor('2100-01-01 12:00:06+00') > 0 THEN
+            RAISE EXCEPTION 'cycle % left a claimable call below the floor', v_cycles;
+        END IF;
+    END LOOP;
+    INSERT INTO drained VALUES (v_cycles);
+END
+$$;
+SELECT cmp_ok((SELECT cycles FROM drained), '<', 100,
+              'the poisoned drain closes every healthy call, keeping the invariant after each cycle');
+SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_quarantine), 40, 'and quarantines the 40 poison calls');
+
+-- A floor older than poison_backoff_max is ignored: a call below it is claimed at once.
+DELETE FROM messenger.call_reaper_quarantine;
+DROP TRIGGER test_poison ON messenger.call_sessions;
+INSERT INTO messenger.call_reaper_claim_floor (phase, due_key, call_id, reset_at)
+VALUES ('ring_timeout', '2100-01-01 11:30+00', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '2100-01-01 12:00:06+00');
+CREATE TEMP TABLE e1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 200, as_of => '2100-01-01 13:00:06+00');
+SELECT is((SELECT missed_count FROM e1), 40, 'an expired floor is ignored: the calls below it are closed');
+
+SELECT * FROM finish();
+ROLLBACK;
