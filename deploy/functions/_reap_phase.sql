@@ -68,8 +68,9 @@ BEGIN;
 -- arguments are the caller's, already checked (messenger._check_reaper_options).
 --
 -- Why shaped so (the measurements behind each point: docs/benchmarks.md, "Design notes"):
---   * a lane's claim and its skipped-locked walk are one statement, so both read one snapshot;
---     the walk also yields the first call passed, where the floor must stop;
+--   * a lane's claim and its skipped-locked count are one statement, so both read one snapshot;
+--     only when a full backlog lane passed calls does a second statement look for the first
+--     one, where the floor must stop (a later snapshot can only find it or an earlier call);
 --   * the anti-join against the quarantine runs only while the quarantine has a row at all (two
 --     index probes per phase, which see what phase 1 just quarantined): in the common case the
 --     claims read call_sessions alone;
@@ -141,8 +142,6 @@ DECLARE
     v_first_deferred integer;
     v_upto_key   timestamptz;
     v_upto_id    uuid;
-    v_skip_key   timestamptz;
-    v_skip_id    uuid;
     v_backlog_empty boolean := false;
     v_new_key    timestamptz;
     v_new_id     uuid;
@@ -163,7 +162,7 @@ DECLARE
     v_mid        integer;
     v_count      integer;
     v_lags       double precision[];
-    v_part       text[];
+    v_part       text;
     v_calls      text[] := '{}'::text[];
     v_leaf_states text[] := '{}'::text[];
     v_state      text;
@@ -313,26 +312,42 @@ BEGIN
                         ELSE b.ids[v_limit] END AS upto_id
               FROM batch AS b
         )
-        SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, k.n, k.first_key, k.first_id
-          INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped, v_skip_key, v_skip_id
-          FROM bound AS b
-         CROSS JOIN LATERAL (
-               SELECT count(*)::integer AS n,
-                      (array_agg(x.due_key ORDER BY x.due_key, x.call_id))[1] AS first_key,
-                      (array_agg(x.call_id ORDER BY x.due_key, x.call_id))[1] AS first_id
-                 FROM (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key, s.call_id
-                         FROM messenger.call_sessions AS s
-                        WHERE s.status = v_status
-                          AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
-                          AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
-                          AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
-                          AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                          AND s.call_id NOT IN (SELECT c.call_id FROM claimed AS c)
-                        ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x) AS k;
+        SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
+               (SELECT count(*)::integer
+                  FROM (SELECT
+                          FROM messenger.call_sessions AS s
+                         WHERE s.status = v_status
+                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
+                           AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= b.upto_key
+                           AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (b.upto_key, b.upto_id)
+                           AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+                         ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) AS x)
+                 - cardinality(b.ids)
+          INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped
+          FROM bound AS b;
+        v_skipped := greatest(v_skipped, 0);
         skipped_locked := skipped_locked + v_skipped;
         IF v_lane = 2 THEN
             v_backlog_start := v_n_fresh + v_n_retry + 1;
             v_backlog_full := cardinality(v_lane_ids) = v_limit;
+            IF v_backlog_full AND v_skipped > 0 THEN
+                -- The floor must stop at the first call the lane passed. Read in a later
+                -- snapshot, which can only find it, or a call committed since, earlier.
+                SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+                  INTO v_new_key, v_new_id
+                  FROM messenger.call_sessions AS s
+                 WHERE s.status = v_status
+                   AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) >= (v_lane_lo, v_lane_lo_id)
+                   AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) <= (v_upto_key, v_upto_id)
+                   AND s.call_id <> ALL (v_lane_ids)
+                   AND (NOT v_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+                 ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
+                 LIMIT 1;
+                IF FOUND THEN
+                    v_upto_key := v_new_key;
+                    v_upto_id := v_new_id;
+                END IF;
+            END IF;
         END IF;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);
@@ -390,14 +405,16 @@ BEGIN
         subtransactions := subtransactions + 1;
         BEGIN
             SELECT count(*)::integer, coalesce(array_agg(a.lag_seconds), '{}'),
-                   coalesce(array_agg(a.call_id || '/' || a.caller_user_id || '/' || a.callee_user_id), '{}')
+                   string_agg(a.call_id || '/' || a.caller_user_id || '/' || a.callee_user_id, ',')
               INTO v_count, v_lags, v_part
               FROM messenger._reap_apply(p_phase, v_ids[v_a:v_b], v_started[v_a:v_b],
                                          ARRAY(SELECT k + p_timeout FROM unnest(v_keys[v_a:v_b]) AS k),
                                          p_run_id, p_as_of) AS a;
             reaped := reaped + v_count;
             lag_seconds := lag_seconds || v_lags;
-            v_calls := v_calls || v_part;
+            IF v_part IS NOT NULL THEN
+                v_calls := v_calls || v_part;
+            END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
             IF left(v_state, 2) IN ('08', '40', '42', '53', '55', '57', '58', 'F0', 'XX') THEN
@@ -459,10 +476,6 @@ BEGIN
     -- A lane that comes up short ends a drain: without quarantine rows there is nothing for a
     -- floor to pass over, and keeping it would only hold back calls committed late below it.
     IF v_backlog_full THEN
-        IF v_skipped > 0 AND (v_skip_key, v_skip_id) < (v_upto_key, v_upto_id) THEN
-            v_upto_key := v_skip_key;
-            v_upto_id := v_skip_id;
-        END IF;
         IF v_first_deferred IS NOT NULL
            AND (v_keys[v_first_deferred], v_ids[v_first_deferred]) < (v_upto_key, v_upto_id) THEN
             v_upto_key := v_keys[v_first_deferred];
