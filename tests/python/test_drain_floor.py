@@ -15,7 +15,15 @@ import time
 from datetime import timedelta
 
 import pytest
-from reaper_support import FUTURE, STALE, answered, call_rows, delete_calls, reap, ringing
+from reaper_support import (
+    FUTURE,
+    STALE,
+    answered,
+    call_rows,
+    delete_calls,
+    reap,
+    ringing,
+)
 
 AS_OF = FUTURE
 
