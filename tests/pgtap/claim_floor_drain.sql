@@ -65,15 +65,7 @@ SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-
           'the next cycle walks from the start and closes the late call');
 
 -- Deferred calls stop the floor: 20 poison calls among 200 spend phase 1's 31 attempts.
-CREATE FUNCTION pg_temp.refuse_poison_call() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.caller_user_id = '00000000-0000-0000-0000-00000000dead' THEN
-        RAISE EXCEPTION 'poison call' USING ERRCODE = 'P0001';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER test_poison BEFORE UPDATE ON messenger.call_sessions
-    FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse_poison_call();
+\ir fixtures/poison_caller.sql
 INSERT INTO messenger.call_sessions
        (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
 SELECT gen_random_uuid(),

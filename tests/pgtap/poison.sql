@@ -6,17 +6,9 @@ SELECT plan(16);
 -- The call_poisoned WARNINGs this test provokes are expected; keep the TAP output readable.
 SET LOCAL client_min_messages = error;
 
--- A product trigger that refuses to close calls of one caller, and one that refuses the outbox
--- row of one call: stand-ins for whatever makes a row poison in production.
-CREATE FUNCTION pg_temp.refuse_poison_call() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.caller_user_id = '00000000-0000-0000-0000-00000000dead' THEN
-        RAISE EXCEPTION 'poison call' USING ERRCODE = 'P0001';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER test_poison BEFORE UPDATE ON messenger.call_sessions
-    FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse_poison_call();
+-- A product trigger that refuses to close calls of one caller (the fixture), and one that
+-- refuses the outbox row of one call: stand-ins for whatever makes a row poison in production.
+\ir fixtures/poison_caller.sql
 CREATE FUNCTION pg_temp.refuse_poison_push() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.reference_id = '00000000-0000-0000-0000-0000000000c5' THEN
