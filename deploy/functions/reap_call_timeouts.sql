@@ -148,7 +148,7 @@ BEGIN
 
     -- By its key: without a WHERE the update reads every page of the one-row table, and while
     -- any snapshot holds the row's old versions the table grows by a page every few hundred
-    -- cycles (in the bench idle cycles went from 28 to 180 buffers); by key it reads two.
+    -- cycles (in the bench idle cycles went from 28 to 180 buffers); by key it reads a few.
     UPDATE messenger.call_reaper_counters AS k
        SET runs_completed = k.runs_completed + (v_out.result = 'completed')::integer,
            runs_rolled_back = k.runs_rolled_back + (v_out.result = 'failed')::integer,
