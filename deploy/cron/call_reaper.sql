@@ -9,20 +9,42 @@
 --     budget remain). The role-wide 30 s stays for every other database.
 -- pg_cron can only be created in cron.database_name; deploying elsewhere stops here with a
 -- clear error instead of a job that never runs.
--- Deploy as a superuser (CREATE EXTENSION pg_cron, scheduling for another role).
+-- pg_cron lets only a superuser schedule a job for another role, and a managed service's admin
+-- role is none. So the job is scheduled BY the job role: inside this one transaction the deployer
+-- grants it USAGE on schema cron, SET ROLE to it, schedules, returns to itself and revokes the
+-- grant. No other session ever sees the grant, and afterwards the job role cannot alter or
+-- unschedule its own job. The deployer needs membership in messenger_call_reaper (the role's
+-- deploy gives it) and USAGE on schema cron WITH GRANT OPTION (or to own it): a superuser has
+-- both. Revert and verify do the same.
+-- sqitch deploy --set scheduler=none schedules nothing (the team runs the reaper itself).
+
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
+\if :no_scheduler
+\echo 'scheduler=none: messenger-call-timeout-reaper is not scheduled; run the reaper from your own scheduler (README)'
+\else
 
 BEGIN;
 
 DO $$
+DECLARE
+    v_database text;
 BEGIN
-    IF current_setting('cron.database_name', true) IS NULL THEN
+    -- pg_cron lets only a superuser or pg_read_all_settings read its settings: a deployer with
+    -- neither cannot check the database here, and pg_cron, already created in
+    -- cron.database_name by the provider, is the check there.
+    BEGIN
+        v_database := current_setting('cron.database_name', true);
+    EXCEPTION WHEN insufficient_privilege THEN
+        RETURN;
+    END;
+    IF v_database IS NULL THEN
         RAISE EXCEPTION 'pg_cron is not loaded by this server'
             USING ERRCODE = '55000',
                   HINT = 'Set shared_preload_libraries = ''pg_cron'' and cron.database_name, then restart the server.';
     END IF;
-    IF current_setting('cron.database_name') <> current_database() THEN
+    IF v_database <> current_database() THEN
         RAISE EXCEPTION 'the reaper must be deployed into cron.database_name (%), not %',
-            current_setting('cron.database_name'), current_database()
+            v_database, current_database()
             USING ERRCODE = '55000',
                   HINT = 'pg_cron runs jobs only in cron.database_name: deploy there, or change that setting and restart.';
     END IF;
@@ -31,9 +53,9 @@ $$;
 
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 
--- No grant on schema cron to the job role: pg_cron lets any role with USAGE there schedule,
--- unschedule and alter its own jobs, and this job is owned by that role. The job only needs
--- EXECUTE on its procedure; pausing lives in messenger.call_reaper_settings.paused and
+-- No lasting grant on schema cron to the job role: pg_cron lets any role with USAGE there
+-- schedule, unschedule and alter its own jobs, and this job is owned by that role. The job only
+-- needs EXECUTE on its procedure; pausing lives in messenger.call_reaper_settings.paused and
 -- retention in the deployer's job of cron/call_reaper_purge.
 
 DO $$
@@ -41,6 +63,7 @@ DECLARE
     v_version  integer[];
     v_seconds  integer;
     v_schedule text;
+    v_deployer name := current_user;
 BEGIN
     SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO STRICT v_version
       FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
@@ -57,10 +80,14 @@ BEGIN
                        current_database(), '90s');
     END IF;
 
-    PERFORM cron.schedule_in_database('messenger-call-timeout-reaper', v_schedule,
-                                      'CALL messenger.run_call_reaper_ticks()',
-                                      current_database(), 'messenger_call_reaper');
+    GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
+    SET LOCAL ROLE messenger_call_reaper;
+    PERFORM cron.schedule('messenger-call-timeout-reaper', v_schedule, 'CALL messenger.run_call_reaper_ticks()');
+    EXECUTE format('SET LOCAL ROLE %I', v_deployer);
+    REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
 END
 $$;
 
 COMMIT;
+
+\endif

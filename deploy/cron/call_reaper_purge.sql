@@ -6,6 +6,9 @@
 -- must not hold, while the deployer (a superuser: it schedules the reaper's job for
 -- another role) has them anyway. Deploy after cron/call_reaper, in the same database.
 
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
+\if :no_scheduler
+\else
 BEGIN;
 
 -- PERFORM, not SELECT: sqitch deploy would print the job id.
@@ -17,3 +20,4 @@ END
 $$;
 
 COMMIT;
+\endif

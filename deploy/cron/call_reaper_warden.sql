@@ -5,6 +5,9 @@
 -- and the reaper's job role must hold no such right. The deploying role's statement_timeout,
 -- if any, must allow a one-minute CALL.
 
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
+\if :no_scheduler
+\else
 BEGIN;
 
 -- PERFORM, not SELECT: sqitch deploy would print the job id.
@@ -15,3 +18,4 @@ END
 $$;
 
 COMMIT;
+\endif

@@ -26,7 +26,7 @@ BEGIN
     DELETE FROM messenger.call_reaper_claim_floor AS f
      USING messenger.call_sessions AS c
      WHERE c.call_id = OLD.call_id
-       AND c.status = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
+       AND c.status::text = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
        AND (messenger.call_due_key(c.status, c.started_at, c.updated_at), c.call_id) < (f.due_key, f.call_id);
     RETURN NULL;
 END

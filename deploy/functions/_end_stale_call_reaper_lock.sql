@@ -19,8 +19,9 @@ BEGIN;
 -- Each one is logged (WARNING event=lock_holder_ended, ids only) and recorded in
 -- messenger.call_reaper_lock_takeovers. Returns how many backends it signalled.
 --
--- SECURITY INVOKER, EXECUTE revoked from PUBLIC: ending a superuser's backend takes a
--- superuser, so it runs in the deployer's pg_cron job messenger-call-reaper-warden (see
+-- SECURITY INVOKER, EXECUTE revoked from PUBLIC: ending another role's backend takes
+-- pg_signal_backend (a superuser's, a superuser), so it runs in the deployer's pg_cron job
+-- messenger-call-reaper-warden (see
 -- run_call_reaper_warden); a DBA may call it by hand. It signals nothing but the lock holder.
 CREATE OR REPLACE FUNCTION messenger._end_stale_call_reaper_lock()
 RETURNS integer
@@ -53,18 +54,23 @@ BEGIN
             -- The cancel of a second ago did not take: end the worker.
             v_action := 'terminated';
             v_reason := 'max_run';
-            v_ok := pg_catalog.pg_terminate_backend(h.pid, 5000);
         ELSIF h.usename = 'messenger_call_reaper' AND h.age > c_max_run THEN
             v_action := 'cancelled';
             v_reason := 'max_run';
-            v_ok := pg_catalog.pg_cancel_backend(h.pid);
         ELSIF h.age > v_ttl THEN
             v_action := 'terminated';
             v_reason := 'lock_ttl';
-            v_ok := pg_catalog.pg_terminate_backend(h.pid, 5000);
         ELSE
             CONTINUE;
         END IF;
+        -- A deployer that is not a superuser (pg_signal_backend) may not signal a superuser's
+        -- backend: that holder is recorded as not signalled, and the warden goes on.
+        BEGIN
+            v_ok := CASE v_action WHEN 'cancelled' THEN pg_catalog.pg_cancel_backend(h.pid)
+                                  ELSE pg_catalog.pg_terminate_backend(h.pid, 5000) END;
+        EXCEPTION WHEN insufficient_privilege THEN
+            v_ok := false;
+        END;
         INSERT INTO messenger.call_reaper_lock_takeovers (pid, role_name, action, reason, held_for, signalled)
         VALUES (h.pid, h.usename, v_action, v_reason, h.age, coalesce(v_ok, false));
         RAISE WARNING 'call_reaper event=lock_holder_ended pid=% role=% action=% reason=% held_for_s=% signalled=%',

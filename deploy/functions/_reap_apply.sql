@@ -37,25 +37,37 @@ SET plan_cache_mode = force_generic_plan
 SET enable_sort = on
 AS $$
 #variable_conflict use_column
+DECLARE
+    -- Typed as the messenger service's columns (text, varchar or its enum types): a text value
+    -- would not cast to an enum column by itself.
+    v_from        messenger.call_sessions.status%TYPE :=
+                      CASE p_phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END;
+    v_to          messenger.call_sessions.status%TYPE :=
+                      CASE p_phase WHEN 'ring_timeout' THEN 'Missed' ELSE 'Failed' END;
+    v_end_reason  messenger.call_sessions.end_reason%TYPE :=
+                      CASE p_phase WHEN 'ring_timeout' THEN 'Timeout' ELSE 'Error' END;
+    v_kind        messenger.realtime_outbox.kind%TYPE :=
+                      CASE p_phase WHEN 'ring_timeout' THEN 'CallMissed' ELSE 'CallEnded' END;
+    v_target_kind messenger.realtime_outbox.target_kind%TYPE := 'User';
 BEGIN
 RETURN QUERY
 WITH closed AS (
     UPDATE messenger.call_sessions AS c
-       SET status           = CASE p_phase WHEN 'ring_timeout' THEN 'Missed' ELSE 'Failed' END,
-           end_reason       = CASE p_phase WHEN 'ring_timeout' THEN 'Timeout' ELSE 'Error' END,
+       SET status           = v_to,
+           end_reason       = v_end_reason,
            ended_at         = p_as_of,
            updated_at       = p_as_of,
            duration_seconds = NULL
       FROM unnest(p_call_ids, p_started_at, p_due_at) AS d (call_id, started_at, due_at)
      WHERE c.call_id = d.call_id
        AND c.started_at = d.started_at
-       AND c.status = CASE p_phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
+       AND c.status = v_from
     RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
 ), pushed AS (
     INSERT INTO messenger.realtime_outbox
            (kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
-    SELECT CASE p_phase WHEN 'ring_timeout' THEN 'CallMissed' ELSE 'CallEnded' END,
-           'User',
+    SELECT v_kind,
+           v_target_kind,
            'user:' || r.user_id,
            x.call_id,
            jsonb_build_object('callId', x.call_id, 'status', x.status, 'mediaType', x.media_type),
@@ -71,7 +83,7 @@ WITH closed AS (
      WHERE r.n = 1 OR (p_phase = 'stale_answered' AND x.callee_user_id <> x.caller_user_id)
      ORDER BY x.due_at, x.call_id, r.n
 )
-SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status, x.end_reason,
+SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reason::text,
        extract(epoch FROM p_as_of - x.due_at)::double precision
   FROM closed AS x
  ORDER BY x.due_at, x.call_id;

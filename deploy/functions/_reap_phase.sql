@@ -116,7 +116,7 @@ DECLARE
     -- (A call whose id is itself the all-ones uuid, which gen_random_uuid never returns, would
     -- sit on both sides of a bound: at worst claimed by both lanes and closed once.)
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
-    v_status     constant text := CASE p_phase WHEN 'ring_timeout' THEN 'Ringing'
+    v_status     constant messenger.call_sessions.status%TYPE := CASE p_phase WHEN 'ring_timeout' THEN 'Ringing'
                                                WHEN 'stale_answered' THEN 'Answered' END;
     v_other      constant text := CASE p_phase WHEN 'ring_timeout' THEN 'stale_answered' ELSE 'ring_timeout' END;
     v_cutoff     constant timestamptz := p_as_of - p_timeout;

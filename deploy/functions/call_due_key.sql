@@ -13,21 +13,27 @@ BEGIN;
 -- ix_call_due indexes (status, call_due_key(...), call_id), so each phase's due calls are one
 -- range of one index, oldest due first (pgmq's one `vt` column with one index).
 -- LANGUAGE sql, IMMUTABLE, no SET clause: the planner inlines it into a CASE expression, in the
--- index definition and in every query alike, which is how a query matches the index. The body
--- is SQL-standard (parsed once, at CREATE) and names its operator, so no session's search_path
--- can change what an inlined copy computes, index entries included.
+-- index definition and in every query alike, which is how a query matches the index.
+-- status is anyelement because call_sessions is the messenger service's: its status may be
+-- text, varchar or its own enum type, and an enum has no implicit cast to text. Inlined, the
+-- literals take the column's type ('Ringing'::call_status), compared with that type's own
+-- immutable equality; casting an enum to text instead would call enum_out, which is only
+-- STABLE and may not be indexed. A polymorphic body is a string, parsed when inlined: it names
+-- its operator, so no session's search_path can change what an inlined copy computes.
 -- EXECUTE stays granted to PUBLIC: every role that writes call_sessions evaluates it through the
 -- index (without EXECUTE a session would not inline it and its writes would fail), and it reads
 -- nothing but its arguments.
-CREATE OR REPLACE FUNCTION messenger.call_due_key(status text, started_at timestamptz, updated_at timestamptz)
+CREATE OR REPLACE FUNCTION messenger.call_due_key(status anyelement, started_at timestamptz, updated_at timestamptz)
 RETURNS timestamptz
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE
-RETURN CASE WHEN status OPERATOR(pg_catalog.=) 'Ringing'::text THEN started_at
-            WHEN status OPERATOR(pg_catalog.=) 'Answered'::text THEN updated_at END;
+AS $$
+SELECT CASE WHEN status OPERATOR(pg_catalog.=) 'Ringing' THEN started_at
+            WHEN status OPERATOR(pg_catalog.=) 'Answered' THEN updated_at END
+$$;
 
-COMMENT ON FUNCTION messenger.call_due_key(text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION messenger.call_due_key(anyelement, timestamptz, timestamptz) IS
 $$The reaper's due rule: started_at for Ringing calls, updated_at for Answered ones, NULL for terminal calls. A call is due when call_due_key(status, started_at, updated_at) <= as_of - ring_timeout (Ringing) or as_of - stale_timeout (Answered). Indexed by ix_call_due.$$;
 
 COMMIT;

@@ -27,36 +27,39 @@ CREATE OR REPLACE FUNCTION messenger.call_reaper_status(
     OUT lock_held_since     timestamptz,
     OUT last_run_at         timestamptz,
     OUT last_result         text)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT s.paused,
-       j.jobid IS NOT NULL,
-       j.active,
-       j.schedule,
-       s.polling_interval,
-       (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
-         WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
-           AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
-       h.pid,
-       h.xact_start,
-       r.started_at,
-       r.result
-  FROM messenger.call_reaper_settings AS s
-  LEFT JOIN cron.job AS j
-         ON j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper'
-  LEFT JOIN LATERAL (SELECT l.pid, a.xact_start
-                       FROM pg_catalog.pg_locks AS l
-                       LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
-                      WHERE l.locktype = 'advisory' AND l.granted
-                        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
-                                           WHERE d.datname = pg_catalog.current_database())
-                        AND (l.classid::bigint << 32 | l.objid::bigint) = messenger.call_reaper_lock_key()
-                        AND l.objsubid = 1
-                      LIMIT 1) AS h ON true
-  LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
-                      ORDER BY o.started_at DESC LIMIT 1) AS r ON true
+BEGIN
+    SELECT s.paused, s.polling_interval,
+           (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
+             WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
+               AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
+           h.pid, h.xact_start, r.started_at, r.result
+      INTO paused, polling_interval, job_calls_in_flight, lock_holder_pid, lock_held_since,
+           last_run_at, last_result
+      FROM messenger.call_reaper_settings AS s
+      LEFT JOIN LATERAL (SELECT l.pid, a.xact_start
+                           FROM pg_catalog.pg_locks AS l
+                           LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
+                          WHERE l.locktype = 'advisory' AND l.granted
+                            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                               WHERE d.datname = pg_catalog.current_database())
+                            AND (l.classid::bigint << 32 | l.objid::bigint) = messenger.call_reaper_lock_key()
+                            AND l.objsubid = 1
+                          LIMIT 1) AS h ON true
+      LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
+                          ORDER BY o.started_at DESC LIMIT 1) AS r ON true;
+    -- Dynamic: without pg_cron (scheduler=none) there is no cron.job to name.
+    job_scheduled := false;
+    IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
+        EXECUTE $q$SELECT true, j.active, j.schedule FROM cron.job AS j
+                    WHERE j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper'$q$
+           INTO job_scheduled, job_active, schedule;
+        job_scheduled := coalesce(job_scheduled, false);
+    END IF;
+END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS

@@ -32,7 +32,7 @@ DECLARE
     v_stale    interval;
     v_as_of    timestamptz;
     v_phase    text;
-    v_status   text;
+    v_status   messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
     v_new_status text;
     v_end_reason text;
     v_timeout  interval;
@@ -82,7 +82,7 @@ BEGIN
              ORDER BY messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
         )
-        SELECT v_phase, c.call_id, c.status, v_new_status, v_end_reason,
+        SELECT v_phase, c.call_id, c.status::text, v_new_status, v_end_reason,
                c.due_key + v_timeout, v_as_of - (c.due_key + v_timeout),
                format('%s since %s, longer than %s %s; %s',
                       CASE v_status WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,

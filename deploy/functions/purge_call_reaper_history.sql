@@ -18,8 +18,9 @@ BEGIN;
 --
 -- SECURITY INVOKER on purpose, and not executable by the job role: with an arbitrary as_of it
 -- wipes history, so only its caller's own rights decide. pg_cron's row-level security shows a
--- role only its own run details; the deployer is a superuser (it schedules jobs for other
--- roles) and bypasses it, so the explicit filter keeps the delete to the reaper's rows.
+-- role only its own run details. A superuser deployer bypasses it, so the explicit filter keeps
+-- the delete to the reaper's rows; a deployer that is not one (managed PostgreSQL) purges only
+-- its own jobs' rows, and the job role's stay (docs/managed-postgresql.md).
 CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
     as_of      timestamptz DEFAULT NULL,
     batch_size integer     DEFAULT 10000)
@@ -33,6 +34,11 @@ BEGIN
       INTO cutoff, runs_purged, skipped_runs_folded
       FROM messenger._purge_call_reaper_runs(coalesce(purge_call_reaper_history.as_of, clock_timestamp()),
                                              purge_call_reaper_history.batch_size) AS p;
+    job_run_details_purged := 0;
+    IF pg_catalog.to_regclass('cron.job_run_details') IS NULL THEN
+        RETURN NEXT;   -- no pg_cron here (scheduler=none): only the ledger has history
+        RETURN;
+    END IF;
     WITH purged AS (
         DELETE FROM cron.job_run_details AS d
          WHERE d.runid IN (SELECT o.runid

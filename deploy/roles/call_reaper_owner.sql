@@ -14,6 +14,12 @@ BEGIN
         EXECUTE pg_catalog.format('COMMENT ON ROLE messenger_call_reaper_owner IS %L',
             'Owns messenger.reap_call_timeouts (SECURITY DEFINER); holds only the privileges the reaper needs. Created by the call_timeout_reaper deploy in database '
             || pg_catalog.current_database() || '.');
+        -- A deployer that is not a superuser (a managed service's admin role) becomes a member of
+        -- the role it created: it needs that to hand objects to it, SET ROLE to it and, on
+        -- revert, DROP OWNED BY it. The membership goes with the role when revert drops it.
+        IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname = current_user) THEN
+            EXECUTE pg_catalog.format('GRANT messenger_call_reaper_owner TO %I', current_user);
+        END IF;
     END IF;
 END
 $$;

@@ -5,6 +5,9 @@ BEGIN;
 
 DO $$
 BEGIN
+    IF pg_catalog.to_regclass('cron.job') IS NULL THEN
+        RETURN;
+    END IF;
     -- PERFORM, not SELECT: sqitch revert would print the result.
     PERFORM cron.unschedule(j.jobid)
       FROM cron.job AS j

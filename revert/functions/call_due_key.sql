@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger.call_due_key(text, timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS messenger.call_due_key(anyelement, timestamptz, timestamptz);
 
 COMMIT;

@@ -1,4 +1,4 @@
--- Shape: the fixed interface of SPEC §4 (privileges: privileges.sql).
+-- Shape: the fixed interface the reaper relies on and adds (privileges: privileges.sql).
 BEGIN;
 SELECT plan(14);
 
@@ -15,11 +15,10 @@ SELECT columns_are('messenger', 'realtime_outbox',
           'created_at', 'dispatched_at'],
     'realtime_outbox has exactly the SPEC columns');
 SELECT col_is_pk('messenger', 'realtime_outbox', 'id', 'id is the primary key of realtime_outbox');
-SELECT has_index('messenger', 'call_sessions', 'ix_call_active', 'the partial index of active calls exists');
-SELECT is((SELECT pg_get_expr(indpred, indrelid) FROM pg_index
-            WHERE indexrelid = 'messenger.ix_call_active'::regclass),
-          $$(status = ANY (ARRAY['Ringing'::text, 'Answered'::text]))$$,
-          'ix_call_active covers exactly the active statuses');
+SELECT isnt(pg_catalog.pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass)),
+            session_user::text, 'the reaper does not own call_sessions: the messenger service does');
+SELECT is((SELECT i.indisvalid FROM pg_index AS i WHERE i.indexrelid = 'messenger.ix_call_due'::regclass), true,
+          'the due index the reaper added is valid (built online)');
 SELECT index_is_unique('messenger', 'realtime_outbox', 'ux_realtime_outbox_call_event',
     'one outbox row per call event and recipient is enforced by a unique index');
 

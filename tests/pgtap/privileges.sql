@@ -30,7 +30,7 @@ SELECT bag_eq(
       ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_phase(text,uuid,timestamp with time zone,interval,integer,interval,interval,interval,integer)', 'messenger_call_reaper_owner', false, true),
-      ('messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
+      ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_owner', true, true),
       ('messenger.call_reaper_status()', 'deployer', false, true),
@@ -59,28 +59,34 @@ SELECT bag_eq(
         JOIN who AS g ON g.oid = a.grantee
        WHERE p.pronamespace = 'messenger'::regnamespace AND a.grantee <> p.proowner$$,
     $$VALUES
-      ('messenger.call_due_key(text,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
+      ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
       ('messenger.call_reaper_lock_key()', 'PUBLIC'),
       ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_monitor')$$,
     'who may execute routines of messenger, beside their owners: nobody else');
 
--- Tables and sequences: every table is the deployer's (an owner holds every privilege on what
--- it owns); the owner role holds what the reaper writes, nothing more; no other grant.
+-- Tables and sequences: every table of the reaper is the deployer's (an owner holds every
+-- privilege on what it owns), the messenger service's stay its own; the owner role holds what
+-- the reaper writes, nothing more; no other grant to a reaper role or PUBLIC. The messenger
+-- service's own roles (messenger_service, messenger_app: the stand-in's) are left out.
+CREATE TEMP VIEW product_role (oid) AS
+    SELECT r.oid FROM pg_roles AS r WHERE r.rolname IN ('messenger_service', 'messenger_app');
 SELECT bag_eq(
     $$SELECT c.relname::text, o.name FROM pg_class AS c JOIN who AS o ON o.oid = c.relowner
        WHERE c.relnamespace = 'messenger'::regnamespace AND c.relkind IN ('r', 'p', 'S', 'v', 'm')
          AND NOT c.relispartition$$,
-    $$SELECT c.relname::text, 'deployer' FROM pg_class AS c
+    $$SELECT c.relname::text, CASE WHEN c.relname LIKE 'call\_reaper\_%' THEN 'deployer'
+                                   ELSE 'messenger_service' END
+        FROM pg_class AS c
        WHERE c.relnamespace = 'messenger'::regnamespace AND c.relkind IN ('r', 'p', 'S', 'v', 'm')
          AND NOT c.relispartition$$,
-    'every table and sequence of messenger is owned by the deployer, none by a reaper role');
+    'every table of the reaper is owned by the deployer, the messenger service''s by its own role, none by a reaper role');
 SELECT bag_eq(
     $$SELECT c.relname::text, g.name, a.privilege_type::text
         FROM pg_class AS c CROSS JOIN LATERAL aclexplode(c.relacl) AS a JOIN who AS g ON g.oid = a.grantee
        WHERE c.relnamespace = 'messenger'::regnamespace AND a.grantee <> c.relowner
-         AND NOT c.relispartition$$,
+         AND a.grantee NOT IN (SELECT oid FROM product_role) AND NOT c.relispartition$$,
     $$VALUES
       ('call_sessions', 'messenger_call_reaper_owner', 'SELECT'),
       ('realtime_outbox', 'messenger_call_reaper_owner', 'INSERT'),
@@ -105,7 +111,8 @@ SELECT bag_eq(
     $$SELECT c.relname::text, att.attname::text, g.name, a.privilege_type::text
         FROM pg_attribute AS att JOIN pg_class AS c ON c.oid = att.attrelid
        CROSS JOIN LATERAL aclexplode(att.attacl) AS a JOIN who AS g ON g.oid = a.grantee
-       WHERE c.relnamespace = 'messenger'::regnamespace AND NOT c.relispartition$$,
+       WHERE c.relnamespace = 'messenger'::regnamespace AND NOT c.relispartition
+         AND a.grantee NOT IN (SELECT oid FROM product_role)$$,
     $$VALUES
       ('call_sessions', 'status', 'messenger_call_reaper_owner', 'UPDATE'),
       ('call_sessions', 'end_reason', 'messenger_call_reaper_owner', 'UPDATE'),
@@ -124,7 +131,8 @@ SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
 SELECT bag_eq(
     $$SELECT g.name, a.privilege_type::text
         FROM pg_namespace AS n CROSS JOIN LATERAL aclexplode(n.nspacl) AS a JOIN who AS g ON g.oid = a.grantee
-       WHERE n.nspname = 'messenger' AND a.grantee <> n.nspowner$$,
+       WHERE n.nspname = 'messenger' AND a.grantee <> n.nspowner
+         AND a.grantee NOT IN (SELECT oid FROM product_role)$$,
     $$VALUES ('messenger_call_reaper', 'USAGE'), ('messenger_call_reaper_owner', 'USAGE'),
              ('messenger_call_reaper_monitor', 'USAGE')$$,
     'schema messenger: USAGE for the three reaper roles, CREATE for none of them');

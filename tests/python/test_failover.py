@@ -133,6 +133,11 @@ def _failover(cluster: HaCluster, capsys) -> None:
         conn.execute(f"CREATE DATABASE {DB} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
     wait_until(lambda: _one(n1, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cron launcher'")[0],
                30, "pg_cron's launcher on n1")
+    stand_in = subprocess.run(
+        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "stand-in/messenger_service.sql",
+         f"postgresql://postgres@127.0.0.1:{n1.pg_port}/{DB}"],
+        check=False, cwd=ROOT, env=cluster.env, capture_output=True, text=True)
+    assert stand_in.returncode == 0, stand_in.stdout + stand_in.stderr
     deploy = subprocess.run(
         ["sqitch", "deploy", f"db:pg://postgres@127.0.0.1:{n1.pg_port}/{DB}"],
         check=False, cwd=ROOT, env=cluster.env, capture_output=True, text=True)

@@ -1,5 +1,8 @@
 -- Verify call_timeout_reaper:cron/call_reaper_warden on pg
 
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
+\if :no_scheduler
+\else
 BEGIN;
 
 DO $$
@@ -15,3 +18,4 @@ END
 $$;
 
 ROLLBACK;
+\endif

@@ -1,7 +1,0 @@
--- Revert call_timeout_reaper:indexes/ix_call_active from pg
-
-BEGIN;
-
-DROP INDEX IF EXISTS messenger.ix_call_active;
-
-COMMIT;

@@ -1,0 +1,129 @@
+-- STAND-IN for the messenger service's own migrations. NEVER run it on a product database.
+--
+-- The reaper installs beside two tables that belong to the messenger service:
+-- messenger.call_sessions and messenger.realtime_outbox. A real installation already has them
+-- (the service's migrations made them). This script makes a minimal copy of them for the
+-- project's own demos, tests, benchmarks and failover test, owned the way a product owns them:
+-- schema and tables belong to the NOLOGIN role messenger_service, the application role
+-- messenger_app may read and write them, PUBLIC gets nothing. It refuses to run where
+-- messenger.call_sessions exists.
+--
+--   psql -v ON_ERROR_STOP=1 -f stand-in/messenger_service.sql              (text + CHECK)
+--   psql -v ON_ERROR_STOP=1 -v types=enum -f stand-in/messenger_service.sql (enum types)
+--
+-- Run it as a role that may create roles and the schema (a superuser in the project's
+-- throwaway clusters). The reaper's own Sqitch plan (sqitch.plan) never runs it.
+
+\if :{?types}
+\else
+\set types text
+\endif
+SELECT :'types' = 'enum' AS enum_types \gset
+
+BEGIN;
+
+DO $$
+BEGIN
+    IF pg_catalog.to_regclass('messenger.call_sessions') IS NOT NULL THEN
+        RAISE EXCEPTION 'messenger.call_sessions exists: this stand-in is for throwaway databases only'
+            USING ERRCODE = '55000';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_service') THEN
+        CREATE ROLE messenger_service NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_app') THEN
+        CREATE ROLE messenger_app LOGIN;
+    END IF;
+END
+$$;
+
+CREATE SCHEMA IF NOT EXISTS messenger AUTHORIZATION messenger_service;
+REVOKE ALL ON SCHEMA messenger FROM PUBLIC;
+GRANT USAGE ON SCHEMA messenger TO messenger_app;
+SET ROLE messenger_service;
+
+\if :enum_types
+CREATE TYPE messenger.call_media_type AS ENUM ('Audio', 'Video');
+CREATE TYPE messenger.call_status AS ENUM ('Ringing', 'Answered', 'Ended', 'Missed', 'Declined', 'Failed');
+CREATE TYPE messenger.call_end_reason AS ENUM ('Hangup', 'Declined', 'Cancelled', 'Timeout', 'Error');
+CREATE TYPE messenger.realtime_dispatch_kind AS ENUM ('CallMissed', 'CallEnded', 'MessageCreated');
+CREATE TYPE messenger.realtime_target_kind AS ENUM ('User');
+\set media_type messenger.call_media_type
+\set status_type messenger.call_status
+\set end_reason_type messenger.call_end_reason
+\set kind_type messenger.realtime_dispatch_kind
+\set target_kind_type messenger.realtime_target_kind
+\else
+\set media_type text
+\set status_type text
+\set end_reason_type text
+\set kind_type text
+\set target_kind_type text
+\endif
+
+-- The value sets are CHECKed with enums too (redundant there, harmless): one DDL for both.
+CREATE TABLE messenger.call_sessions (
+    call_id          uuid        PRIMARY KEY,
+    caller_user_id   uuid        NOT NULL,
+    callee_user_id   uuid        NOT NULL,
+    media_type       :media_type NOT NULL
+        CONSTRAINT call_sessions_media_type_check CHECK (media_type IN ('Audio', 'Video')),
+    status           :status_type NOT NULL
+        CONSTRAINT call_sessions_status_check
+        CHECK (status IN ('Ringing', 'Answered', 'Ended', 'Missed', 'Declined', 'Failed')),
+    end_reason       :end_reason_type
+        CONSTRAINT call_sessions_end_reason_check
+        CHECK (end_reason IN ('Hangup', 'Declined', 'Cancelled', 'Timeout', 'Error')),
+    started_at       timestamptz NOT NULL,
+    answered_at      timestamptz,
+    ended_at         timestamptz,
+    updated_at       timestamptz NOT NULL,
+    duration_seconds integer
+        CONSTRAINT call_sessions_duration_seconds_check CHECK (duration_seconds >= 0),
+    -- INV-CALL-3: a call is active exactly while it has neither ended_at nor end_reason.
+    CONSTRAINT call_sessions_active_has_no_end CHECK (
+        (status IN ('Ringing', 'Answered')) = (ended_at IS NULL)
+        AND (status IN ('Ringing', 'Answered')) = (end_reason IS NULL)),
+    CONSTRAINT call_sessions_answered_at_check CHECK (
+        (status NOT IN ('Answered', 'Ended') OR answered_at IS NOT NULL)
+        AND (status <> 'Ringing' OR answered_at IS NULL)),
+    CONSTRAINT call_sessions_duration_only_ended CHECK (duration_seconds IS NULL OR status = 'Ended')
+);
+COMMENT ON TABLE messenger.call_sessions IS
+    'One row per call. Active = Ringing or Answered; every other status is terminal (INV-CALL-3).';
+
+-- The service's own lookups of active calls ("my active call", backlog counts).
+CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
+    WHERE status IN ('Ringing', 'Answered');
+
+CREATE TABLE messenger.realtime_outbox (
+    id             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind           :kind_type  NOT NULL,
+    target_kind    :target_kind_type NOT NULL
+        CONSTRAINT realtime_outbox_target_kind_check CHECK (target_kind IN ('User')),
+    target_id      text        NOT NULL,
+    reference_id   uuid        NOT NULL,
+    payload        jsonb       NOT NULL,
+    correlation_id uuid,
+    created_at     timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    dispatched_at  timestamptz,
+    CONSTRAINT realtime_outbox_user_target_check CHECK (
+        target_kind <> 'User' OR target_id ~ '^user:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'),
+    -- Call events carry ids and enums only (no PII): exactly these three keys, nothing else.
+    CONSTRAINT realtime_outbox_call_payload_check CHECK (
+        kind NOT IN ('CallMissed', 'CallEnded')
+        OR (jsonb_typeof(payload) = 'object'
+            AND payload ?& ARRAY['callId', 'status', 'mediaType']
+            AND payload - ARRAY['callId', 'status', 'mediaType'] = '{}'::jsonb))
+);
+COMMENT ON TABLE messenger.realtime_outbox IS
+    'Realtime push intents, one row per (event, recipient), delivered by realtime-dispatch in id order.';
+
+-- The dispatcher's queue: undelivered rows in dispatch order.
+CREATE INDEX ix_realtime_outbox_pending ON messenger.realtime_outbox (id)
+    WHERE dispatched_at IS NULL;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_sessions, messenger.realtime_outbox TO messenger_app;
+
+RESET ROLE;
+COMMIT;
