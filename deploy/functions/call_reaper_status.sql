@@ -54,9 +54,9 @@ BEGIN
     -- Dynamic: without pg_cron (scheduler=none) there is no cron.job to name.
     job_scheduled := false;
     IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
-        EXECUTE $q$SELECT true, j.active, j.schedule FROM cron.job AS j
-                    WHERE j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper'$q$
-           INTO job_scheduled, job_active, schedule;
+        EXECUTE 'SELECT true, j.active, j.schedule FROM cron.job AS j WHERE j.jobname = $1 AND j.username = $2'
+           INTO job_scheduled, job_active, schedule
+          USING 'messenger-call-timeout-reaper', 'messenger_call_reaper';
         job_scheduled := coalesce(job_scheduled, false);
     END IF;
 END
