@@ -105,7 +105,11 @@ BEGIN
     SELECT pg_catalog.pg_get_userbyid(c.relowner), pg_catalog.obj_description(c.oid, 'pg_class')
       INTO v_owner, v_comment
       FROM pg_catalog.pg_class AS c WHERE c.oid = c_table;
-    SELECT coalesce(array_agg(pg_catalog.pg_get_indexdef(i.indexrelid) ORDER BY i.indexrelid), '{}'),
+    -- Each index with its comment: the reaper's indexes carry the mark its revert looks for.
+    SELECT coalesce(array_agg(pg_catalog.pg_get_indexdef(i.indexrelid)
+                              || coalesce(pg_catalog.format('; COMMENT ON INDEX messenger.%I IS %L', x.relname,
+                                                            pg_catalog.obj_description(i.indexrelid, 'pg_class')), '')
+                              ORDER BY i.indexrelid), '{}'),
            coalesce(array_agg(pg_catalog.format('DROP INDEX messenger.%I', x.relname) ORDER BY i.indexrelid), '{}')
       INTO v_indexes, v_drops
       FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS x ON x.oid = i.indexrelid

@@ -4,8 +4,9 @@
 -- messenger.call_sessions and messenger.realtime_outbox. A real installation already has them
 -- (the service's migrations made them). This script makes a minimal copy of them for the
 -- project's own demos, tests, benchmarks and failover test, owned the way a product owns them:
--- schema and tables belong to the NOLOGIN role messenger_service, the application role
--- messenger_app may read and write them, PUBLIC gets nothing. It refuses to run where
+-- schema and tables belong to the role messenger_service (the service's migrations log in as it;
+-- LOGIN, no password here), the application role messenger_app may read and write them, PUBLIC
+-- gets nothing. It refuses to run where
 -- messenger.call_sessions exists.
 --
 --   psql -v ON_ERROR_STOP=1 -f stand-in/messenger_service.sql              (text + CHECK)
@@ -29,7 +30,7 @@ BEGIN
             USING ERRCODE = '55000';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_service') THEN
-        CREATE ROLE messenger_service NOLOGIN;
+        CREATE ROLE messenger_service LOGIN;
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_app') THEN
         CREATE ROLE messenger_app LOGIN;

@@ -32,6 +32,10 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION messenger._call_reaper_quarantine_released() FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._call_reaper_quarantine_released() OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

@@ -45,7 +45,11 @@ $$;
 COMMENT ON FUNCTION messenger._check_reaper_duration(text, interval, interval, interval) IS
     'Private: a reaper duration must have no month or day part and lie in [lowest, highest]; raises SQLSTATE 22023 naming the option.';
 REVOKE ALL ON FUNCTION messenger._check_reaper_duration(text, interval, interval, interval) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._check_reaper_duration(text, interval, interval, interval)
     OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

@@ -55,7 +55,11 @@ $$;
 COMMENT ON FUNCTION messenger._check_reaper_options(integer, interval, interval, timestamptz) IS
     'Private: validates reaper options; raises SQLSTATE 22023 naming the bad option.';
 REVOKE ALL ON FUNCTION messenger._check_reaper_options(integer, interval, interval, timestamptz) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._check_reaper_options(integer, interval, interval, timestamptz)
     OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

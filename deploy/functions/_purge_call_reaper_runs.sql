@@ -65,6 +65,10 @@ $$;
 COMMENT ON FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) IS
     'Private: purges run-ledger rows older than the retention, folding skipped ones into call_reaper_counters.runs_skipped_purged in the same statement.';
 REVOKE ALL ON FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._purge_call_reaper_runs(timestamptz, integer) OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

@@ -93,7 +93,11 @@ $$;
 COMMENT ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) IS
     'Private: one set-based UPDATE ... RETURNING + outbox INSERT for claimed calls of one phase.';
 REVOKE ALL ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)
     OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

@@ -512,7 +512,11 @@ $$;
 COMMENT ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer) IS
     'Private: one reaper phase (fresh, retry and backlog lanes claimed with SKIP LOCKED, closed set-based, poison bisected within a subtransaction budget).';
 REVOKE ALL ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer)
     OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

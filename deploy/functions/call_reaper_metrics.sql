@@ -93,7 +93,11 @@ COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
 $$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size and the polling interval. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
 
 REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger.call_reaper_metrics() OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 GRANT EXECUTE ON FUNCTION messenger.call_reaper_metrics() TO messenger_call_reaper_monitor;
 
 COMMIT;

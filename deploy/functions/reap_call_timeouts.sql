@@ -184,8 +184,12 @@ COMMENT ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, ti
 $$Runs one call-timeout reaper cycle: Ringing past ring_timeout -> Missed (CallMissed to the caller), then Answered idle past stale_timeout -> Failed (CallEnded to both parties), each with its outbox row in the same transaction. Arguments default (NULL) to messenger.call_reaper_settings; bad ones raise SQLSTATE 22023. Single runner via pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()): busy returns lock_acquired = false at once. Rows claimed FOR NO KEY UPDATE SKIP LOCKED, batch_size per phase: healthy calls first (due in the last polling interval, then oldest due first), at most 8 quarantined calls whose backoff expired. skipped_locked_count = due, not quarantined calls the claims passed because another transaction held them (not capped). Poison calls (SQLSTATE about the call's data) are quarantined and counted; transient or systemic errors (classes 08, 40, 42, 53, 55, 57, 58, F0, XX, or one error hitting every call) fail the cycle, which the next one retries. At most 64 subtransactions per cycle. Usage: SELECT * FROM messenger.reap_call_timeouts();$$;
 
 REVOKE ALL ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz)
     OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 GRANT EXECUTE ON FUNCTION messenger.reap_call_timeouts(integer, interval, interval, timestamptz)
     TO messenger_call_reaper;
 

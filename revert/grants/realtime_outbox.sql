@@ -4,7 +4,10 @@ BEGIN;
 
 DO $$
 DECLARE
-    v_sequence text := pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id');
+    v_sequence text := (SELECT pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id')
+                          FROM pg_catalog.pg_attribute AS a
+                         WHERE a.attrelid = 'messenger.realtime_outbox'::pg_catalog.regclass
+                           AND a.attname = 'id' AND a.attidentity = '');
 BEGIN
     IF v_sequence IS NOT NULL THEN
         EXECUTE pg_catalog.format('REVOKE USAGE ON SEQUENCE %s FROM messenger_call_reaper_owner', v_sequence);

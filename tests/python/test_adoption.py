@@ -1,0 +1,175 @@
+"""The reaper installs beside the messenger service's own tables and gives them back untouched.
+
+Each test makes a database whose call_sessions and realtime_outbox the stand-in of the service's
+migrations created (owned by messenger_service), with a column and an index of the service's own
+and rows in both tables, then deploys the reaper with sqitch as a DBA would (no pg_cron in these
+databases: --set scheduler=none). Checked:
+- text + CHECK and the service's own enum types both deploy, verify and reap (hand-run cycle);
+- revert leaves every product object (tables, columns, indexes, constraints, triggers, owners,
+  grants, options) exactly as before the deploy and every row as it was before the revert, the
+  outbox rows the reaper wrote included;
+- tables that do not meet the contract are refused (55000), one line per mismatch, nothing changed;
+- duplicate call events in the outbox stop the deploy before anything is built (23505), with
+  the query that lists them.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from adoption_support import (
+    create_product_database,
+    product_objects,
+    product_rows,
+    reaper_objects,
+    sqitch,
+)
+
+NO_CRON = ("--set", "scheduler=none")
+
+# What the service has beside the stand-in: its own column, index and trigger, and rows.
+PRODUCT_EXTRAS = """
+ALTER TABLE messenger.call_sessions ADD COLUMN region text NOT NULL DEFAULT 'eu';
+CREATE INDEX call_sessions_caller_idx ON messenger.call_sessions (caller_user_id, started_at);
+CREATE FUNCTION messenger.touch_outbox() RETURNS trigger LANGUAGE plpgsql AS
+    $$BEGIN NEW.created_at := coalesce(NEW.created_at, now()); RETURN NEW; END$$;
+CREATE TRIGGER realtime_outbox_touch BEFORE INSERT ON messenger.realtime_outbox
+    FOR EACH ROW EXECUTE FUNCTION messenger.touch_outbox();
+ALTER TABLE messenger.call_sessions OWNER TO messenger_service;
+ALTER FUNCTION messenger.touch_outbox() OWNER TO messenger_service;
+"""
+
+
+def seed(conn: psycopg.Connection, calls: int, due: int, outbox: int) -> None:
+    """`calls` calls, of which `due` are Ringing past the ring timeout (the rest ended), and
+    `outbox` undelivered rows of another kind. Literals only, so enum columns take them."""
+    conn.execute(f"""
+        INSERT INTO messenger.call_sessions
+               (call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
+                started_at, answered_at, ended_at, updated_at)
+        SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ended', 'Hangup',
+               now() - g * interval '1 second', now() - g * interval '1 second',
+               now() - g * interval '1 second', now() - g * interval '1 second'
+          FROM generate_series(1, {calls - due}) AS g""")
+    conn.execute(f"""
+        INSERT INTO messenger.call_sessions
+               (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+        SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Ringing',
+               now() - interval '10 minutes' - g * interval '1 second', now() - interval '10 minutes'
+          FROM generate_series(1, {due}) AS g""")
+    conn.execute(f"""
+        INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
+        SELECT 'MessageCreated', 'User', 'user:' || gen_random_uuid(), gen_random_uuid(), '{{}}'
+          FROM generate_series(1, {outbox})""")
+    conn.execute("ANALYZE messenger.call_sessions, messenger.realtime_outbox")
+
+
+@pytest.mark.parametrize("types,calls", [("text", 200_000), ("enum", 20_000)])
+def test_deploy_beside_product_tables_reap_and_revert_keeps_everything(conn, types, calls):
+    db = f"adopt_{types}"
+    dsn = create_product_database(conn, db, types)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute(PRODUCT_EXTRAS)
+        seed(product, calls=calls, due=300, outbox=1000)
+        objects_before = product_objects(product)
+        rows_before = product_rows(product)
+
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
+        assert product_rows(product) == rows_before, "the deploy changed a product row"
+        owner = product.execute("SELECT pg_get_userbyid(relowner) FROM pg_class"
+                                " WHERE oid = 'messenger.call_sessions'::regclass").fetchone()[0]
+        assert owner == "messenger_service", "the deploy took over the product's table"
+
+        # The reaper works on these tables as they are: one hand-run cycle closes the 300 due calls.
+        cycle = product.execute("SELECT missed_count, poisoned_count FROM messenger.reap_call_timeouts(batch_size => 1000)").fetchone()
+        assert cycle == (300, 0)
+        pushed = product.execute("""
+            SELECT count(*), count(DISTINCT reference_id), bool_and(payload ? 'callId' AND kind::text = 'CallMissed')
+              FROM messenger.realtime_outbox WHERE correlation_id IS NOT NULL""").fetchone()
+        assert pushed == (300, 300, True)
+        assert product.execute("SELECT count(*) FROM messenger.call_sessions WHERE status::text = 'Missed'").fetchone()[0] == 300
+
+        rows_before_revert = product_rows(product)
+        sqitch("revert", db, "-y")
+        assert reaper_objects(product) == [], "revert left something of the reaper behind"
+        assert product_objects(product) == objects_before, "revert changed a product object"
+        assert product_rows(product) == rows_before_revert, \
+            "revert changed or removed a product row (the outbox rows the reaper wrote are pushes still to deliver)"
+        print(f"\n{types}: {calls} calls, 300 closed by a hand-run cycle; revert kept "
+              f"{rows_before_revert[0]} calls and {rows_before_revert[2]} outbox rows, "
+              f"{len(objects_before)} product facts unchanged")
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+MISMATCHED = """
+ALTER TABLE messenger.call_sessions ALTER COLUMN started_at TYPE timestamp;
+ALTER TABLE messenger.call_sessions DROP COLUMN updated_at;
+ALTER TABLE messenger.realtime_outbox ADD COLUMN tenant_id bigint NOT NULL;
+ALTER TABLE messenger.realtime_outbox DROP CONSTRAINT realtime_outbox_call_payload_check;
+ALTER TABLE messenger.realtime_outbox ALTER COLUMN payload TYPE json;
+"""
+
+
+def test_tables_that_break_the_contract_are_refused_line_by_line_and_nothing_changes(conn):
+    db = "adopt_mismatch"
+    dsn = create_product_database(conn, db, "text")
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute(MISMATCHED)
+        objects_before = product_objects(product)
+        done = sqitch("deploy", db, *NO_CRON, check=False)
+        assert done.returncode != 0
+        out = done.stdout + done.stderr
+        assert "55000" in out or "do not meet what the reaper relies on (4 mismatches)" in out, out
+        for line in ("messenger.call_sessions.started_at is timestamp without time zone",
+                     "messenger.call_sessions.updated_at does not exist",
+                     "messenger.realtime_outbox.tenant_id is NOT NULL without a default",
+                     "messenger.realtime_outbox.payload is json"):
+            assert line in out, f"no line for: {line}\n{out}"
+        assert product_objects(product) == objects_before
+        assert reaper_objects(product) == []
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_an_enum_without_a_label_the_reaper_writes_is_refused(conn):
+    db = "adopt_enum_labels"
+    dsn = create_product_database(conn, db, "enum")
+    with psycopg.connect(dsn, autocommit=True) as product:
+        # A service whose kinds do not include CallEnded: the reaper could never push one.
+        product.execute("""
+            ALTER TABLE messenger.realtime_outbox DROP CONSTRAINT realtime_outbox_call_payload_check;
+            CREATE TYPE messenger.kind_v2 AS ENUM ('CallMissed', 'MessageCreated');
+            ALTER TABLE messenger.realtime_outbox ALTER COLUMN kind TYPE messenger.kind_v2 USING kind::text::messenger.kind_v2""")
+        done = sqitch("deploy", db, *NO_CRON, check=False)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0
+        assert ("messenger.realtime_outbox.kind is messenger.kind_v2, the reaper needs text, varchar"
+                " or an enum with the labels CallMissed, CallEnded") in out, out
+        assert reaper_objects(product) == []
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_duplicate_call_events_stop_the_deploy_before_anything_is_built(conn):
+    db = "adopt_duplicates"
+    dsn = create_product_database(conn, db, "text")
+    with psycopg.connect(dsn, autocommit=True) as product:
+        call = product.execute("SELECT gen_random_uuid()").fetchone()[0]
+        for _ in range(2):
+            product.execute("""
+                INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
+                VALUES ('CallMissed', 'User', 'user:00000000-0000-0000-0000-000000000001', %s,
+                        jsonb_build_object('callId', %s::text, 'status', 'Missed', 'mediaType', 'Audio'))""",
+                            (call, call))
+        objects_before = product_objects(product)
+        rows_before = product_rows(product)
+        done = sqitch("deploy", db, *NO_CRON, check=False)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0
+        assert "holds 1 (kind, reference_id, target_id) groups" in out, out
+        assert "List them with: SELECT kind, reference_id, target_id" in out, out
+        # Sqitch reverted the changes before the failing one: nothing of the reaper is left,
+        # the product is as it was, and no index (valid or not) was built.
+        assert reaper_objects(product) == []
+        assert product_objects(product) == objects_before
+        assert product_rows(product) == rows_before
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
