@@ -15,7 +15,7 @@ SELECT columns_are('messenger', 'realtime_outbox',
           'created_at', 'dispatched_at'],
     'realtime_outbox has exactly the SPEC columns');
 SELECT col_is_pk('messenger', 'realtime_outbox', 'id', 'id is the primary key of realtime_outbox');
-SELECT isnt(pg_catalog.pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass)),
+SELECT isnt(pg_catalog.pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass))::text,
             session_user::text, 'the reaper does not own call_sessions: the messenger service does');
 SELECT is((SELECT i.indisvalid FROM pg_index AS i WHERE i.indexrelid = 'messenger.ix_call_due'::regclass), true,
           'the due index the reaper added is valid (built online)');
