@@ -4,7 +4,9 @@
 -- The role settings bound every cycle it runs: statement_timeout is the max run duration
 -- (a function cannot bound its own running statement) and idle_in_transaction_session_timeout
 -- is the lock TTL (an idle transaction holding the single-runner lock is terminated); the lock
--- warden (cron/call_reaper_warden) bounds busy holders. It gets nothing of pg_cron.
+-- warden (cron/call_reaper_warden) bounds busy holders. On PostgreSQL 17+ transaction_timeout
+-- = the lock TTL bounds a whole transaction of this role, busy or idle, with or without the
+-- warden (a reaper scheduled from outside has none). It gets nothing of pg_cron.
 
 BEGIN;
 
@@ -28,6 +30,13 @@ END
 $$;
 ALTER ROLE messenger_call_reaper SET statement_timeout = '30s';
 ALTER ROLE messenger_call_reaper SET idle_in_transaction_session_timeout = '1min';
+DO $$
+BEGIN
+    IF pg_catalog.current_setting('server_version_num')::integer >= 170000 THEN
+        ALTER ROLE messenger_call_reaper SET transaction_timeout = '1min';
+    END IF;
+END
+$$;
 GRANT USAGE ON SCHEMA messenger TO messenger_call_reaper;
 
 COMMIT;

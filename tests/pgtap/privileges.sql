@@ -147,7 +147,9 @@ SELECT bag_eq(
              coalesce(r.rolconfig, '{}')
         FROM pg_roles AS r WHERE r.rolname LIKE 'messenger\_call\_reaper%'$$,
     $$VALUES ('messenger_call_reaper', true, false, 0,
-              ARRAY['statement_timeout=30s', 'idle_in_transaction_session_timeout=1min']),
+              ARRAY['statement_timeout=30s', 'idle_in_transaction_session_timeout=1min']
+              || CASE WHEN current_setting('server_version_num')::integer >= 170000
+                      THEN ARRAY['transaction_timeout=1min'] ELSE '{}' END),
              ('messenger_call_reaper_owner', false, false, 0, '{}'::text[]),
              ('messenger_call_reaper_monitor', true, false, 0, '{}'::text[])$$,
     'the reaper''s roles: login, no privileged attribute, no membership, their settings');
