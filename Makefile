@@ -1,6 +1,7 @@
 # Test harness for the call timeout reaper.
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
-#   make test   deploy, check and test everything in a throwaway cluster (what .ci/run calls)
+#   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
+#               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
@@ -60,7 +61,10 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
+# PostgreSQL 16-18 first (the core without pg_cron, a few minutes), then the PostgreSQL 15 +
+# pg_cron suite, whose pytest summary closes the run.
 test: deps alerts-test
+	scripts/test-versions
 	$(PG_VIRTUALENV) scripts/test-in-cluster
 
 # Needs no database: fails fast before a cluster is started.
@@ -77,7 +81,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .pg
 
 # ---- Local cluster ----------------------------------------------------------------------------
 #   make run    installs what is missing, creates (once) and starts a persistent PostgreSQL 15 +

@@ -1,5 +1,6 @@
 -- Pausing and resuming are SQL verbs on the reaper's own state (settings.paused), which the
 -- job's procedure reads; no pg_cron right is involved. call_reaper_status() shows it all.
+-- Needs pg_cron: it checks the scheduled job too.
 BEGIN;
 SELECT plan(14);
 
