@@ -4,8 +4,8 @@ BEGIN;
 
 -- Contract: closes the given calls of one phase and writes their outbox rows in ONE statement,
 -- so a transition can never commit without its outbox row or the other way round.
---   p_phase     'ring_timeout' (Ringing -> Missed, CallMissed to the caller) or
---               'stale_answered' (Answered -> Failed, CallEnded to each distinct party)
+--   p_phase     a phase of messenger.call_reaper_phases(), the rule: which status it closes,
+--               to what, and whose outbox rows (the caller's, or each distinct party's)
 --   p_call_ids  claimed calls; p_started_at and p_due_at their started_at and due times (same
 --               order). started_at is matched too: on a call_sessions partitioned by started_at
 --               (sql/partition_call_sessions.sql) that prunes each lookup to one partition.
@@ -16,7 +16,7 @@ BEGIN;
 -- phase's status, so a call that is no longer active is left untouched and gets no outbox row.
 -- Errors: whatever the UPDATE or the INSERT raises (a CHECK, the outbox's unique index, a
 -- trigger), unhandled: the caller runs each attempt in a subtransaction and isolates poison.
--- Why shaped so (measurements: docs/benchmarks.md, "Design notes"): PL/pgSQL around a single
+-- Why shaped so (docs/design.md): PL/pgSQL around a single
 -- RETURN QUERY, not LANGUAGE sql, because PostgreSQL 15 re-plans a non-inlinable SQL
 -- function's statement on every call, while PL/pgSQL keeps the plan for the session;
 -- enable_sort = on because the caller turns sorting off for its claims and this statement must
@@ -39,17 +39,18 @@ AS $$
 #variable_conflict use_column
 DECLARE
     -- Typed as the messenger service's columns (text, varchar or its enum types): a text value
-    -- would not cast to an enum column by itself.
-    v_from        messenger.call_sessions.status%TYPE :=
-                      CASE p_phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END;
-    v_to          messenger.call_sessions.status%TYPE :=
-                      CASE p_phase WHEN 'ring_timeout' THEN 'Missed' ELSE 'Failed' END;
-    v_end_reason  messenger.call_sessions.end_reason%TYPE :=
-                      CASE p_phase WHEN 'ring_timeout' THEN 'Timeout' ELSE 'Error' END;
-    v_kind        messenger.realtime_outbox.kind%TYPE :=
-                      CASE p_phase WHEN 'ring_timeout' THEN 'CallMissed' ELSE 'CallEnded' END;
+    -- would not cast to an enum column by itself. Filled from the phase rule below.
+    v_from        messenger.call_sessions.status%TYPE;
+    v_to          messenger.call_sessions.status%TYPE;
+    v_end_reason  messenger.call_sessions.end_reason%TYPE;
+    v_kind        messenger.realtime_outbox.kind%TYPE;
+    v_both        boolean;
     v_target_kind messenger.realtime_outbox.target_kind%TYPE := 'User';
 BEGIN
+SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both'
+  INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both
+  FROM messenger.call_reaper_phases() AS r
+ WHERE r.phase = p_phase;
 RETURN QUERY
 WITH closed AS (
     UPDATE messenger.call_sessions AS c
@@ -80,7 +81,7 @@ WITH closed AS (
      CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
      -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
      -- second one the outbox's unique index would refuse (making the call poison forever).
-     WHERE r.n = 1 OR (p_phase = 'stale_answered' AND x.callee_user_id <> x.caller_user_id)
+     WHERE r.n = 1 OR (v_both AND x.callee_user_id <> x.caller_user_id)
      ORDER BY x.due_at, x.call_id, r.n
 )
 SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reason::text,

@@ -14,7 +14,12 @@ BEGIN;
 -- the reaper's own due rule (messenger.call_due_key `<=` the cutoff), so it is exactly what the
 -- next cycle would find due if it had no batch limit. Each count is a range scan of ix_call_due
 -- that stops at the cutoff: calls still inside their window and ended calls are not read.
--- Quarantined calls are still counted: they are overdue and not closed.
+-- Quarantined calls are still counted: they are overdue and not closed. The quarantine size
+-- counts the rows whose call still exists (after a TRUNCATE or DELETE of calls, their rows go
+-- as their backoff expires, _reap_phase's retry lane).
+-- Idle runs: an idle cycle leaves only its ledger row (_reap_cycle); the completed runs the
+-- ledger holds after counters.idle_folded_through are added to the run and cycle-duration
+-- totals here (at most an hour of them), so run_total still rises every cycle.
 --
 -- SECURITY DEFINER so the exporter's role (messenger_call_reaper_monitor) needs EXECUTE on this
 -- function and nothing else: it never gets a privilege on a call, outbox or state table. It
@@ -57,8 +62,13 @@ WITH s AS MATERIALIZED (
            now() - st.stale_timeout AS stale_cutoff,
            st.polling_interval
       FROM messenger.call_reaper_settings AS st
+), idle AS MATERIALIZED (
+    SELECT r.duration_ms::double precision / 1000 AS seconds, r.finished_at
+      FROM messenger.call_reaper_runs AS r, messenger.call_reaper_counters AS c
+     WHERE c.singleton AND r.started_at > c.idle_folded_through
+       AND r.lock_acquired AND r.result = 'completed'
 )
-SELECT k.runs_completed,
+SELECT k.runs_completed + (SELECT count(*) FROM idle),
        k.runs_skipped_purged
            + (SELECT count(*) FROM messenger.call_reaper_runs AS r WHERE r.result = 'skipped'),
        k.runs_rolled_back,
@@ -68,22 +78,25 @@ SELECT k.runs_completed,
        k.skip_locked,
        k.errors,
        k.cycle_duration_bounds,
-       k.cycle_duration_buckets,
-       k.cycle_duration_count,
-       k.cycle_duration_sum,
+       ARRAY(SELECT b.n + (SELECT count(*) FROM idle AS i WHERE i.seconds <= b.le)
+               FROM unnest(k.cycle_duration_buckets, k.cycle_duration_bounds) WITH ORDINALITY AS b (n, le, o)
+              ORDER BY b.o),
+       k.cycle_duration_count + (SELECT count(*) FROM idle),
+       k.cycle_duration_sum + coalesce((SELECT sum(i.seconds) FROM idle AS i), 0),
        k.reap_lag_bounds,
        k.reap_lag_buckets,
        k.reap_lag_count,
        k.reap_lag_sum,
-       k.last_run_at,
-       k.last_success_at,
+       greatest(k.last_run_at, (SELECT max(i.finished_at) FROM idle AS i)),
+       greatest(k.last_success_at, (SELECT max(i.finished_at) FROM idle AS i)),
        (SELECT count(*) FROM messenger.call_sessions AS c
          WHERE c.status = 'Ringing'
            AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.ring_cutoff FROM s)),
        (SELECT count(*) FROM messenger.call_sessions AS c
          WHERE c.status = 'Answered'
            AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.stale_cutoff FROM s)),
-       (SELECT count(*) FROM messenger.call_reaper_quarantine),
+       (SELECT count(*) FROM messenger.call_reaper_quarantine AS q
+         WHERE EXISTS (SELECT FROM messenger.call_sessions AS c WHERE c.call_id = q.call_id)),
        s.polling_interval
   FROM messenger.call_reaper_counters AS k
  CROSS JOIN s

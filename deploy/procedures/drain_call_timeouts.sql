@@ -10,14 +10,17 @@ BEGIN;
 -- other transactions), when max_cycles cycles have run, or when a cycle rolls back. A cycle that
 -- closed nothing because it met only poison goes on: those calls are now quarantined and the
 -- next cycle claims the healthy ones behind them. Each cycle is an ordinary
--- messenger.reap_call_timeouts call (same arguments, validation, lock, ledger and counters), so
+-- messenger.reap_call_timeouts cycle (same arguments, validation, lock, ledger and counters:
+-- messenger._reap_cycle, told the previous cycle's run id so that with a fixed as_of it may
+-- still start where that one stopped, _reap_lanes), so
 -- a drain is exactly what the job would have done, faster, in committed batch_size steps: an
 -- interrupted drain keeps what it committed. A cycle skipped because the scheduled job held the
 -- lock counts as one of max_cycles and is retried after 100 ms; a rolled-back cycle stops the drain
 -- with a WARNING (see messenger.call_reaper_runs). Poisoned and row-locked calls are left, as
 -- a cycle leaves them. Reports each cycle as a NOTICE and returns the totals.
 -- SECURITY INVOKER with no SET clause, or its COMMIT would fail; run it with CALL outside a
--- transaction block. Your session's statement_timeout covers the whole CALL.
+-- transaction block. Your session's statement_timeout covers the whole CALL. A role that is not
+-- a superuser needs EXECUTE on messenger._reap_cycle as well.
 CREATE OR REPLACE PROCEDURE messenger.drain_call_timeouts(
     max_cycles      integer     DEFAULT 1000,
     batch_size      integer     DEFAULT NULL,
@@ -40,8 +43,8 @@ BEGIN
     missed := 0;
     failed := 0;
     WHILE cycles < max_cycles LOOP
-        v_cycle := messenger.reap_call_timeouts(drain_call_timeouts.batch_size, drain_call_timeouts.ring_timeout,
-                                                drain_call_timeouts.stale_timeout, drain_call_timeouts.as_of);
+        v_cycle := messenger._reap_cycle(drain_call_timeouts.batch_size, drain_call_timeouts.ring_timeout,
+                                         drain_call_timeouts.stale_timeout, drain_call_timeouts.as_of, v_cycle.run_id);
         COMMIT;
         cycles := cycles + 1;
         missed := missed + v_cycle.missed_count;

@@ -5,7 +5,8 @@ BEGIN;
 -- messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 --
 -- What the pg_cron job `messenger-call-timeout-reaper` CALLs. It runs one reaper cycle
--- (messenger.reap_call_timeouts with the configured options) at each polling_interval tick and
+-- (messenger.reap_call_timeouts with the configured options, as messenger._reap_cycle told the
+-- previous cycle's run id, see drain_call_timeouts) at each polling_interval tick and
 -- COMMITs after each, so every cycle is its own transaction and holds the single-runner lock
 -- only while it runs.
 --   * pg_cron 1.4 (schedule '* * * * *', no sub-minute schedules): one CALL per minute runs the
@@ -19,7 +20,7 @@ BEGIN;
 --   * It waits in naps of at most 0.1 s, each its own transaction: a sleeping statement holds
 --     a snapshot, and a snapshot a second old keeps every row closed in that second from being
 --     pruned or marked dead in the indexes (a drain then walked 82 instead of 30 buffers per
---     closed call, docs/benchmarks.md). tests/python/test_snapshot_horizon.py holds it to that.
+--     closed call, docs/design.md). tests/python/test_snapshot_horizon.py holds it to that.
 --   * Retention is not its business: the deployer's job messenger-call-reaper-purge runs it,
 --     so the job role needs no right to delete history.
 --   * Catch-up: a cycle that closed a full batch_size in either phase may have left due calls
@@ -114,7 +115,7 @@ BEGIN
         v_cycles := 0;
         v_closed := 0;
         LOOP
-            v_cycle := messenger.reap_call_timeouts(as_of => run_call_reaper_ticks.as_of);
+            v_cycle := messenger._reap_cycle(NULL, NULL, NULL, run_call_reaper_ticks.as_of, v_cycle.run_id);
             COMMIT;
             v_ran := true;
             v_cycles := v_cycles + 1;

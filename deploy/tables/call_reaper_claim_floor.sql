@@ -1,31 +1,39 @@
 -- Deploy call_timeout_reaper:tables/call_reaper_claim_floor to pg
--- Where each phase's backlog claim starts in ix_call_due, so a cycle does not walk the
--- quarantined calls, which are the oldest due ones, every time (an index entry and a quarantine
--- probe each; with many calls in backoff that walk would be the whole cost of an idle cycle).
--- Invariant: every call of the phase's status below (due_key, call_id) in ix_call_due is in
--- messenger.call_reaper_quarantine. _reap_phase moves the floor to the first healthy or
--- row-locked call (or, with none, to the last quarantined one), so only over quarantined
--- entries, and starts afresh when it is older than poison_backoff_max. A trigger resets a phase's floor
--- when a quarantine row of a call below it goes while the call is still active in that phase
--- (a DBA releasing a call, TRUNCATE), so a released call is claimed by the next cycle. A call
--- that gets a due key below the floor without being quarantined (a product write with an old
--- started_at or updated_at, or one committed long after it set them) is claimed at the next
--- reset, at most poison_backoff_max later. No row, or deleting the rows, only costs one walk.
--- The reset on release is triggers/call_reaper_quarantine_released.
+-- Where each phase's backlog claim starts in ix_call_due: below it, every call the reaper saw
+-- was closed or quarantined. It lets an idle cycle step past a poison flood (quarantined calls
+-- are the oldest due ones) and past the dead entries a drain leaves until VACUUM, instead of
+-- walking them every cycle. It is a hint, never trusted blindly: every cycle checks it before
+-- use (messenger._reap_lanes) and ignores and replaces it when
+--   * as_of is not later than the as_of of the cycle that set it (run_id, as_of) -- unless
+--     this is the next cycle of the drain or catch-up loop that set it;
+--   * as_of is poison_backoff_max or more past reset_at (when it started);
+--   * the call it stops at (call_id, anchor_started_at) no longer exists: TRUNCATE, DELETE and
+--     restores of call_sessions;
+--   * call_sessions was vacuumed since (vacuums: its VACUUM count then): the dead entries are
+--     gone, and the next cycle sets it again over the quarantined calls.
+-- A floor is kept only where it saves real work: while a drain's full lanes move it, after a
+-- drain that closed at least 1,000 calls from it (passed), and over at least 16 quarantined
+-- calls; smaller backlogs and a few poison calls leave none, as if it did not exist.
+-- A floor a full backlog lane moved is swept once (swept = false until then): the first cycle
+-- whose backlog lane comes up short, the end of a drain, walks from the start up to it, so a
+-- call committed below it during the drain is closed then. A call that gets a due key below a
+-- swept floor without being claimed (written long after the started_at or updated_at it
+-- carries) waits for one of the checks above. Deleting the rows costs
+-- one walk from the start, never a call. docs/design.md, "Claiming", says why.
+-- v1.1.0: the floor of v1.0.0 (no anchor, trusted for poison_backoff_max) is dropped.
 
 BEGIN;
 
-CREATE TABLE messenger.call_reaper_claim_floor (
-    phase    text        PRIMARY KEY
-        CONSTRAINT call_reaper_claim_floor_phase_check CHECK (phase IN ('ring_timeout', 'stale_answered')),
-    due_key  timestamptz NOT NULL,
-    call_id  uuid        NOT NULL,
-    reset_at timestamptz NOT NULL
-);
+DELETE FROM messenger.call_reaper_claim_floor;
+ALTER TABLE messenger.call_reaper_claim_floor
+    ADD COLUMN as_of             timestamptz NOT NULL,
+    ADD COLUMN run_id            uuid        NOT NULL,
+    ADD COLUMN anchor_started_at timestamptz NOT NULL,
+    ADD COLUMN vacuums           bigint      NOT NULL,
+    ADD COLUMN swept             boolean     NOT NULL,
+    ADD COLUMN passed            bigint      NOT NULL;
 
 COMMENT ON TABLE messenger.call_reaper_claim_floor IS
-    'Per phase: every due call below (due_key, call_id) in ix_call_due is quarantined; the backlog claim starts there. Safe to DELETE (the next cycle walks from the start).';
-
-GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_reaper_claim_floor TO messenger_call_reaper_owner;
+    'Per phase: where the backlog claim starts (below it every call seen was closed or quarantined); checked by every cycle before use. Safe to DELETE (the next cycle walks from the start).';
 
 COMMIT;

@@ -1,7 +1,4 @@
 -- Revert call_timeout_reaper:functions/preview_call_timeouts from pg
+-- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
 
-BEGIN;
-
-DROP FUNCTION IF EXISTS messenger.preview_call_timeouts(integer, interval, interval, timestamptz);
-
-COMMIT;
+\ir ../../deploy/functions/preview_call_timeouts@v1.0.0.sql

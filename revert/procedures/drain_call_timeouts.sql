@@ -1,7 +1,4 @@
 -- Revert call_timeout_reaper:procedures/drain_call_timeouts from pg
+-- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
 
-BEGIN;
-
-DROP PROCEDURE IF EXISTS messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint);
-
-COMMIT;
+\ir ../../deploy/procedures/drain_call_timeouts@v1.0.0.sql

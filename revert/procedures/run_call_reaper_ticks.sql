@@ -1,8 +1,4 @@
 -- Revert call_timeout_reaper:procedures/run_call_reaper_ticks from pg
+-- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
 
-BEGIN;
-
-REVOKE SELECT (polling_interval, paused, batch_size) ON messenger.call_reaper_settings FROM messenger_call_reaper;
-DROP PROCEDURE IF EXISTS messenger.run_call_reaper_ticks(timestamptz);
-
-COMMIT;
+\ir ../../deploy/procedures/run_call_reaper_ticks@v1.0.0.sql

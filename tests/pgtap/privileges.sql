@@ -13,8 +13,8 @@ SELECT r.oid, CASE WHEN r.rolname = session_user THEN 'deployer' ELSE r.rolname:
 UNION ALL SELECT 0, 'PUBLIC';
 
 -- Routines: owner, SECURITY DEFINER, search_path pinned (first SET clause), who may execute.
--- Every SECURITY DEFINER routine pins search_path; call_due_key and call_reaper_lock_key are
--- inlined constants-of-their-arguments (no SET clause, or they would not inline); procedures
+-- Every SECURITY DEFINER routine pins search_path; call_due_key, call_reaper_lock_key,
+-- call_reaper_phases and call_reaper_error_class are inlined constants-of-their-arguments (no SET clause, or they would not inline); procedures
 -- that COMMIT cannot have a SET clause.
 SELECT bag_eq(
     $$SELECT p.oid::regprocedure::text, o.name, p.prosecdef,
@@ -29,7 +29,15 @@ SELECT bag_eq(
       ('messenger._end_stale_call_reaper_lock()', 'deployer', false, true),
       ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
-      ('messenger._reap_phase(text,uuid,timestamp with time zone,interval,integer,interval,interval,interval,integer)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_close(text,uuid,timestamp with time zone,interval,uuid[],timestamp with time zone[],timestamp with time zone[],integer,integer,integer,interval,interval)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper_owner', true, true),
+      ('messenger._reap_first_passed(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_lanes(text,timestamp with time zone,interval,interval,interval,uuid)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_phase(text,uuid,timestamp with time zone,interval,integer,interval,interval,interval,integer,uuid)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_quarantine_call(uuid,text,text,text,uuid,timestamp with time zone,interval,interval)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_save_floor(text,timestamp with time zone,uuid,timestamp with time zone,uuid,boolean,boolean,timestamp with time zone,boolean,bigint,bigint,uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
+      ('messenger.call_reaper_error_class(text)', 'deployer', false, false),
+      ('messenger.call_reaper_phases()', 'deployer', false, false),
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_owner', true, true),
@@ -49,9 +57,10 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
                    AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)),
           '{}'::text[], 'every SECURITY DEFINER routine pins search_path to pg_catalog, pg_temp');
 
--- EXECUTE beside the owner's own: PUBLIC only on the two inlined pure functions (every writer
--- of call_sessions evaluates call_due_key through ix_call_due; the lock key is a constant),
--- the job role on the reaper and its tick procedure, the monitor role on the metrics read.
+-- EXECUTE beside the owner's own: PUBLIC only on the four inlined pure functions (every writer
+-- of call_sessions evaluates call_due_key through ix_call_due; the lock key, the phase rule and
+-- the error classes are constants), the job role on the reaper, the cycle its tick procedure
+-- chains and that procedure, the monitor role on the metrics read.
 SELECT bag_eq(
     $$SELECT p.oid::regprocedure::text, g.name
         FROM pg_proc AS p
@@ -61,6 +70,9 @@ SELECT bag_eq(
     $$VALUES
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
       ('messenger.call_reaper_lock_key()', 'PUBLIC'),
+      ('messenger.call_reaper_phases()', 'PUBLIC'),
+      ('messenger.call_reaper_error_class(text)', 'PUBLIC'),
+      ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper'),
       ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_monitor')$$,

@@ -51,7 +51,9 @@ ANALYZE messenger.call_sessions, messenger.call_reaper_quarantine;
 -- The first cycle after the flood walks the quarantined entries once and moves the floor.
 CREATE TEMP TABLE first_walk AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100-01-01 12:00+00');
 SELECT pg_temp.snapshot('full before');
-CREATE TEMP TABLE idle_full AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100-01-01 12:00+00');
+-- A millisecond later: a floor is trusted by a later as_of (at the same one, something may
+-- have been written below it at that very instant).
+CREATE TEMP TABLE idle_full AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2100-01-01 12:00:00.001+00');
 SELECT pg_temp.snapshot('full after');
 
 CREATE TEMP TABLE delta AS
