@@ -2,6 +2,8 @@
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
 #   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
 #               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
+#   make check  the fast tier (about 20 s on 2 cores): the Sqitch plan + README test map lint,
+#               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
@@ -35,7 +37,7 @@ SERVER_OPTIONS := $(shell sed -n 's/^\([a-z_.]*\) *= *\([^ \#]*\).*/-o \1=\2/p' 
 # /etc/postgresql that would make the next pg_virtualenv refuse to start.
 PG_VIRTUALENV := pg_virtualenv -t -v 15 $(SERVER_OPTIONS)
 
-.PHONY: deps apt-deps test lint clean bench run-exporter alerts-test
+.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test
 
 deps: apt-deps $(STAMP)
 
@@ -66,6 +68,14 @@ $(STAMP): requirements-dev.txt pyproject.toml
 test: deps alerts-test
 	scripts/test-versions
 	$(PG_VIRTUALENV) scripts/test-in-cluster
+
+# The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster
+# up to pgTAP (PGTAP= selects files as for make test). No pytest beyond the lint, no revert round
+# trip, no PostgreSQL 16-18: make test stays the whole suite.
+PLAN_LINT := tests/python/test_sqitch_plan.py
+check: deps
+	$(VENV)/bin/python -m pytest $(PLAN_LINT) -q -p no:cacheprovider
+	STOP_AFTER=pgtap $(PG_VIRTUALENV) scripts/test-in-cluster
 
 # Needs no database: fails fast before a cluster is started.
 alerts-test: apt-deps

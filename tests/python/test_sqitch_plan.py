@@ -7,7 +7,8 @@
   BEGIN and end with ROLLBACK so they leave nothing behind;
 - no script sets search_path for the session (a pinned function search_path, or SET LOCAL,
   is fine: a session-wide one leaks into every later script Sqitch runs on the connection);
-- every SECURITY DEFINER routine pins its search_path in its own definition.
+- every SECURITY DEFINER routine pins its search_path in its own definition;
+- the README's test map has a row per change, in plan order, and every test it names exists.
 """
 
 import re
@@ -192,10 +193,52 @@ def test_lint_sees_security_definer_routines():
     assert "functions/reap_call_timeouts" in definers and len(definers) >= 4
 
 
+def readme_test_map() -> list[tuple[str, list[str]]]:
+    """(change, backticked words of its tests column) per row of the README's test map."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("| change | tests |", 1)[1].split("\n## ", 1)[0]
+    return [(m.group(1), re.findall(r"`([^`]+)`", m.group(2)))
+            for m in re.finditer(r"^\| `([^`]+)` \|(.*)\|$", table, re.MULTILINE)]
+
+
 def test_the_readme_test_map_lists_every_change_in_plan_order():
     # The README's map from change to tests is how a newcomer finds the proof of an object:
     # a change added, removed or moved without it would leave the map describing another tree.
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("| change | tests |", 1)[1].split("\n## ", 1)[0]
-    mapped = [m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", table, re.MULTILINE)]
-    assert mapped == CHANGES  # a reworked change has a row at each of its places
+    assert [change for change, _ in readme_test_map()] == CHANGES  # a reworked change: a row per place
+
+
+def test_the_readme_test_map_names_only_what_exists():
+    """Every backticked word in the tests column is one of:
+
+    - a test file: `*.sql` under tests/pgtap/, `*.py` under tests/python/, or a path from the
+      repository root when it has a slash (`tests/managed/test_managed_deployer.py`); a `*` makes
+      it a glob that must match at least one file (`claim_*_plan.sql`);
+    - `make <target>`: a target of the Makefile;
+    - `<module>.<name>`: a function defined in tests/python/<module>.py.
+
+    Anything else is refused: say it in words outside the backticks. Every row names at least one
+    test file, so each change's proof is found from its name.
+    """
+    makefile = (ROOT / "Makefile").read_text()
+    stale = []
+    for change, words in readme_test_map():
+        files = 0
+        for word in words:
+            if word.endswith((".sql", ".py")):
+                folder = "tests/pgtap" if word.endswith(".sql") else "tests/python"
+                base = ROOT if "/" in word else ROOT / folder
+                found = any(p.is_file() for p in base.glob(word))
+                files += found
+            elif m := re.fullmatch(r"make ([\w-]+)", word):
+                found = re.search(rf"(?m)^{re.escape(m.group(1))}:", makefile) is not None
+            elif m := re.fullmatch(r"(\w+)\.(\w+)", word):
+                module = ROOT / "tests" / "python" / f"{m.group(1)}.py"
+                found = module.is_file() and re.search(
+                    rf"(?m)^def {m.group(2)}\(", module.read_text()) is not None
+            else:
+                found = False
+            if not found:
+                stale.append(f"{change}: `{word}`")
+        if not files:
+            stale.append(f"{change}: names no test file")
+    assert not stale
