@@ -103,10 +103,11 @@ class MetricSpec:
         return set(self.source.values())
 
 
-# Every family the exporter serves, in exposition order. Names and label values are SPEC.md's
-# contract, source columns are call_reaper_metrics()'s. SPEC's label values use "failed" for two
-# things (README, "Words"): a rolled-back CYCLE in run_total{result="failed"} (source column
-# runs_rolled_back), a CALL closed as Failed in items_total{outcome="failed"}.
+# Every family the exporter serves, in exposition order. Names and label values are the published
+# contract (docs/design.md, "Observability"), source columns are call_reaper_metrics()'s. The
+# label values use "failed" for two things (README, "Words"): a rolled-back CYCLE in
+# run_total{result="failed"} (source column runs_rolled_back), a CALL closed as Failed in
+# items_total{outcome="failed"}.
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("up", "gauge", "1 when the database answered this scrape's query, else 0."),
     MetricSpec("run_total", "counter",

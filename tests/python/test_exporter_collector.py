@@ -74,7 +74,7 @@ def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused
 
 def test_every_metrics_column_feeds_exactly_one_family(conn):
     """No column of call_reaper_metrics() is left unpublished and no family reads a column that
-    is not there (the SPEC names on both sides)."""
+    is not there (the published names on both sides)."""
     columns = {c.name for c in conn.execute(
         "SELECT * FROM messenger.call_reaper_metrics()").description}
     read = [column for spec in METRICS for column in spec.columns()]

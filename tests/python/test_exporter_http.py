@@ -1,4 +1,4 @@
-"""The installed console script over real HTTP: every SPEC metric with its type and the
+"""The installed console script over real HTTP: every published metric with its type and the
 database's values, counters that outlive the process, and a process that keeps serving when
 the database is unreachable."""
 
@@ -16,8 +16,8 @@ from psycopg.conninfo import conninfo_to_dict
 from reaper_support import reap
 
 P = PREFIX
-# SPEC.md §4 "Exporter", plus the reap-lag histogram and the last-run timestamps.
-SPEC_FAMILIES = {
+# Published families (docs/design.md, "Observability") and the types they must have over HTTP.
+PUBLISHED_FAMILIES = {
     P + "run": "counter",
     P + "cycle_duration_seconds": "histogram",
     P + "items": "counter",
@@ -37,14 +37,14 @@ def metrics_row(conn) -> dict:
     return dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
 
 
-def test_serves_every_spec_metric_with_the_database_values(conn, monitor_dsn, start_exporter,
-                                                            reaper_paused):
+def test_serves_every_published_metric_with_the_database_values(conn, monitor_dsn, start_exporter,
+                                                                 reaper_paused):
     reap(conn, as_of=FUTURE)  # at least one cycle, so no value is trivially zero
     exporter = start_exporter("--dsn", monitor_dsn)
     samples, types = exporter.scrape()
     row = metrics_row(conn)
 
-    assert {name: types.get(name) for name in SPEC_FAMILIES} == SPEC_FAMILIES
+    assert {name: types.get(name) for name in PUBLISHED_FAMILIES} == PUBLISHED_FAMILIES
     assert sample(samples, P + "up") == 1
     for result, column in RUN_RESULT_COLUMNS.items():
         assert sample(samples, P + "run_total", result=result) == row[column]

@@ -1,5 +1,5 @@
 """A real Prometheus server (Debian's /usr/bin/prometheus, loopback only) scrapes the exporter
-every second, ingests every SPEC metric with the database's values, evaluates every dashboard
+every second, ingests every published metric with the database's values, evaluates every dashboard
 query without error and loads the alert rules healthy. Bounded to about 30 s."""
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def prometheus(tmp_path, start_exporter, monitor_dsn):
     server.stop()
 
 
-def test_prometheus_ingests_every_spec_metric(conn, prometheus, reaper_paused):
+def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paused):
     deadline = time.monotonic() + DEADLINE
     # Real cycles that close real calls (far in the future, so the paused job never sees them):
     # no counter or histogram is trivially zero when Prometheus reads it.

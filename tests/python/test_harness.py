@@ -1,4 +1,4 @@
-"""The test cluster is configured the way SPEC.md §4 says the server must be."""
+"""The test cluster is configured the way server.conf says the server must be (docs/design.md)."""
 
 import time
 

@@ -1,16 +1,18 @@
-"""Property: after every cycle the database equals a small pure-Python model of SPEC §1.
+"""Property: after every cycle the database equals a small pure-Python model of a cycle
+(docs/design.md, "What it is for").
 
 Random populations (every status, times on and around each boundary: exactly at the cutoff
 and 1 µs either side, plus ties broken by call_id) go through random sequences of cycles
 with a random batch_size and a non-decreasing as_of. After each cycle the calls, the outbox
 rows (in dispatch order) and the reported counts must equal the model's.
 
-The model follows the implementation's documented order (deploy/functions/_reap_phase.sql):
-per phase, first the calls that became due within the last polling interval, then the older
-ones, each by due key (messenger.call_due_key: started_at for phase 1, updated_at for phase
-2), then call_id -- SPEC §2 says "oldest started_at first", which for phase 2 would sort the
-whole stale backlog every cycle, and a call the SLO still covers goes before the backlog.
-Within a batch the orders differ only in which calls wait for the next cycle.
+The model follows the claim lanes (docs/design.md, "Three lanes per phase";
+deploy/functions/_reap_phase.sql): per phase, first the calls that became due within the last
+polling interval, then the older ones, each by due key (messenger.call_due_key: started_at for
+phase 1, updated_at for phase 2), then call_id. Not "oldest started_at first" for both phases:
+for phase 2 that would sort the whole stale backlog every cycle, and a call the SLO still covers
+goes before the backlog. Within a batch the orders differ only in which calls wait for the next
+cycle.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Call:
 
 @dataclass
 class Model:
-    """SPEC §1: one cycle = phase 1 then phase 2, each at most batch_size calls."""
+    """One cycle = phase 1 then phase 2, each at most batch_size calls (docs/design.md)."""
 
     calls: dict[uuid.UUID, Call]
     outbox: list[tuple] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""SLO (SPEC §2): a Ringing call is closed by the scheduled job no later than
+"""SLO (docs/design.md, "What it is for"): a Ringing call is closed by the scheduled job no later than
 started_at + ring_timeout + polling interval. Real pg_cron, real time: the one test module
 that waits. ring_timeout is shortened to 3 s to keep it under two minutes; the polling interval
 stays the real 15 s, because the interval (and the tick loop behind it on pg_cron 1.4) is what

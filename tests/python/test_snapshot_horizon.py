@@ -5,7 +5,7 @@ messenger.run_call_reaper_ticks() (the minute's ticks on pg_cron 1.4) spend most
 waiting. A sleeping statement holds a snapshot, and while a snapshot is older than a closed
 call's update no scan may prune that row or mark its index entries dead: every later claim,
 skipped-locked count and idle cycle of the reaper (and the product's own scans) walk them. With
-one-second naps a 100k drain cost 82 instead of 30 buffers per closed call (docs/benchmarks.md).
+one-second naps a 100k drain cost 82 instead of 30 buffers per closed call (docs/design.md, "Scheduling").
 
 Measured without clocks: this test assigns a transaction id about every 50 ms and counts how
 many of them each procedure's backend_xmin still treats as in progress, i.e. how many of our
