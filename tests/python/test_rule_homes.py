@@ -1,0 +1,51 @@
+"""One home per rule: the reaper's rules are each defined once, in SQL, and what the tests and
+the bench hold is read from there or checked against it here.
+
+- the phase rule, messenger.call_reaper_phases(): a cycle over one due call per phase does
+  exactly what the rule's rows say (status, end_reason, outbox kind, recipients);
+- the SQLSTATE classes, messenger.call_reaper_error_class(): the states test_error_classes.py
+  raises as transient are classed so, and the data ones as data;
+- the pg_cron job names in reaper_facts.py: the jobs the deploy scheduled carry them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from psycopg.rows import dict_row
+from reaper_facts import JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME
+from reaper_support import FUTURE, answered, outbox_rows, reap, ringing
+from test_error_classes import SYSTEMIC
+
+
+def test_a_cycle_does_what_the_phase_rule_says(conn, calls, reaper_paused):
+    with conn.cursor(row_factory=dict_row) as cur:
+        rule = {r["status"]: r for r in cur.execute("SELECT * FROM messenger.call_reaper_phases()")}
+    assert set(rule) == {"Ringing", "Answered"}
+    made = calls.add([ringing(FUTURE - timedelta(minutes=5)), answered(FUTURE - timedelta(hours=3))])
+    reap(conn, as_of=FUTURE + timedelta(hours=1))
+    pushed = outbox_rows(conn, [c["call_id"] for c in made])
+    for call in made:
+        r = rule[call["status"]]
+        with conn.cursor(row_factory=dict_row) as cur:
+            after = cur.execute("SELECT status, end_reason FROM messenger.call_sessions WHERE call_id = %s",
+                                [call["call_id"]]).fetchone()
+        assert (after["status"], after["end_reason"]) == (r["new_status"], r["end_reason"]), r["phase"]
+        targets = sorted(p["target_id"] for p in pushed if p["reference_id"] == call["call_id"])
+        parties = [call["caller_user_id"]] if r["recipients"] == "caller" else \
+            [call["caller_user_id"], call["callee_user_id"]]
+        assert targets == sorted(f"user:{u}" for u in parties), r["phase"]
+        assert {p["kind"] for p in pushed if p["reference_id"] == call["call_id"]} == {r["outbox_kind"]}
+
+
+def test_the_error_classes_the_tests_raise_are_the_ones_sql_defines(conn):
+    classes = dict(conn.execute(
+        "SELECT s, messenger.call_reaper_error_class(s) FROM unnest(%s::text[]) AS s",
+        [SYSTEMIC + ["22012", "23505", "P0001", "P0002"]]).fetchall())
+    assert {s for s, c in classes.items() if c == "transient"} == set(SYSTEMIC)
+    assert [classes[s] for s in ("22012", "23505", "P0001", "P0002")] == ["data", "data", "data", "other"]
+
+
+def test_the_job_names_the_tests_use_are_the_scheduled_ones(conn):
+    names = {r[0] for r in conn.execute("SELECT jobname FROM cron.job")}
+    assert {JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME} <= names
