@@ -78,10 +78,10 @@ DECLARE
     v_lanes      record;
     v_status     messenger.call_sessions.status%TYPE;
     v_share      constant integer := least(8, (p_batch_size + 9) / 10);
-    v_ids        uuid[] := '{}';
-    v_started    timestamptz[] := '{}';
-    v_keys       timestamptz[] := '{}';
-    v_retry_ids  uuid[] := '{}';
+    v_ids        uuid[] := '{}'::uuid[];
+    v_started    timestamptz[] := '{}'::timestamptz[];
+    v_keys       timestamptz[] := '{}'::timestamptz[];
+    v_retry_ids  uuid[] := '{}'::uuid[];
     v_lane_ids   uuid[];
     v_lane_st    timestamptz[];
     v_lane_key   timestamptz[];
