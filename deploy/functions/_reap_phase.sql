@@ -108,39 +108,14 @@ BEGIN
     v_status := v_lanes.status;
 
     IF v_lanes.retry_due THEN
-        WITH expired AS (
-            SELECT q.call_id FROM messenger.call_reaper_quarantine AS q
-             WHERE q.phase = p_phase AND q.next_attempt_at <= p_as_of
-             ORDER BY q.next_attempt_at, q.call_id
-             LIMIT v_share
-        ), gone AS (
-            DELETE FROM messenger.call_reaper_quarantine AS q
-             USING expired AS e
-             WHERE q.call_id = e.call_id
-               AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
-                                WHERE s.call_id = e.call_id AND s.status = v_status
-                                  AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= v_lanes.cutoff)
-        ), claimed AS MATERIALIZED (
-            SELECT s.call_id, s.started_at, k.due_key
-              FROM messenger.call_sessions AS s
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
-             WHERE s.call_id = ANY (ARRAY(SELECT e.call_id FROM expired AS e))  -- primary-key probes
-               AND s.status = v_status AND k.due_key <= v_lanes.cutoff
-               FOR NO KEY UPDATE OF s SKIP LOCKED
-        )
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}'),
-               coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}'),
-               coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}')
-          INTO v_retry_ids, v_started, v_keys
-          FROM claimed AS c;
+        SELECT r.ids, r.started, r.keys INTO v_retry_ids, v_started, v_keys
+          FROM messenger._reap_claim_retries(p_phase, v_status::text, p_as_of, v_lanes.cutoff, v_share) AS r;
     END IF;
 
     -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3), in the room the retry
     -- lane left; the batch is laid out fresh, retry, backlog, sweep. The sweep runs when the
     -- backlog lane came up short above a floor that full lanes moved and nobody swept since:
-    -- from the start up to the floor, for calls committed below it while the drain ran. The
-    -- count walks the claim's range in the claim's order: unordered, the planner would scan
-    -- partitions by bitmap or sequentially instead.
+    -- from the start up to the floor, for calls committed below it while the drain ran.
     FOR v_lane IN 1 .. 3 LOOP
         v_limit := p_batch_size - cardinality(v_ids);
         IF v_lane = 1 THEN
@@ -162,44 +137,10 @@ BEGIN
             v_hi_id := v_lanes.floor_id;
         END IF;
         EXIT WHEN v_limit <= 0;
-        WITH claimed AS MATERIALIZED (
-            SELECT s.call_id, s.started_at, k.due_key
-              FROM messenger.call_sessions AS s
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
-             WHERE s.status = v_status
-               AND (k.due_key, s.call_id) >= (v_lo_key, v_lo_id) AND k.due_key <= v_hi_key
-               AND (k.due_key, s.call_id) <= (v_hi_key, v_hi_id)
-               AND s.call_id <> ALL (v_ids)
-               AND (NOT v_lanes.quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-             ORDER BY k.due_key, s.call_id
-             LIMIT v_limit
-               FOR NO KEY UPDATE OF s SKIP LOCKED
-        ), batch AS (
-            SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
-                   coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}') AS started,
-                   coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys
-              FROM claimed AS c
-        ), bound AS (
-            SELECT b.*,
-                   CASE WHEN cardinality(b.ids) < v_limit THEN v_hi_key ELSE b.keys[v_limit] END AS upto_key,
-                   CASE WHEN cardinality(b.ids) < v_limit THEN v_hi_id ELSE b.ids[v_limit] END AS upto_id
-              FROM batch AS b
-        )
-        SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
-               (SELECT count(*)::integer
-                  FROM (SELECT
-                          FROM messenger.call_sessions AS s
-                         CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
-                         WHERE s.status = v_status
-                           AND (k.due_key, s.call_id) >= (v_lo_key, v_lo_id) AND k.due_key <= b.upto_key
-                           AND (k.due_key, s.call_id) <= (b.upto_key, b.upto_id)
-                           AND s.call_id <> ALL (v_ids)
-                           AND (NOT v_lanes.quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                         ORDER BY k.due_key, s.call_id) AS x)
-                 - cardinality(b.ids)
+        SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped
           INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped
-          FROM bound AS b;
-        v_skipped := greatest(v_skipped, 0);
+          FROM messenger._reap_claim_lane(v_status::text, v_lo_key, v_lo_id, v_hi_key, v_hi_id, v_ids,
+                                          v_lanes.quarantined, v_limit) AS c;
         skipped_locked := skipped_locked + v_skipped;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);

@@ -29,6 +29,8 @@ SELECT bag_eq(
       ('messenger._end_stale_call_reaper_lock()', 'deployer', false, true),
       ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_claim_lane(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean,integer)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_claim_retries(text,text,timestamp with time zone,timestamp with time zone,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_close(text,uuid,timestamp with time zone,interval,uuid[],timestamp with time zone[],timestamp with time zone[],integer,integer,integer,interval,interval)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_first_passed(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean)', 'messenger_call_reaper_owner', false, true),
