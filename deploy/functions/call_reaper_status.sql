@@ -56,7 +56,7 @@ BEGIN
     IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
         EXECUTE 'SELECT true, j.active, j.schedule FROM cron.job AS j WHERE j.jobname = $1 AND j.username = $2'
            INTO job_scheduled, job_active, schedule
-          USING 'messenger-call-timeout-reaper', 'messenger_call_reaper';
+          USING messenger.call_reaper_job_name('reaper'), 'messenger_call_reaper';
         job_scheduled := coalesce(job_scheduled, false);
     END IF;
 END

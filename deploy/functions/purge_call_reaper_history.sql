@@ -45,7 +45,7 @@ BEGIN
                              FROM cron.job_run_details AS o
                             WHERE (o.username = 'messenger_call_reaper'
                                    OR o.jobid IN (SELECT j.jobid FROM cron.job AS j
-                                                   WHERE j.jobname = 'messenger-call-reaper-purge'))
+                                                   WHERE j.jobname = messenger.call_reaper_job_name('purge')))
                               AND o.database = current_database()
                               AND coalesce(o.end_time, o.start_time) < cutoff
                             ORDER BY o.runid

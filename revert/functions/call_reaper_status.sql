@@ -1,7 +1,4 @@
 -- Revert call_timeout_reaper:functions/call_reaper_status from pg
+-- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
 
-BEGIN;
-
-DROP FUNCTION IF EXISTS messenger.call_reaper_status();
-
-COMMIT;
+\ir ../../deploy/functions/call_reaper_status@v1.0.0.sql

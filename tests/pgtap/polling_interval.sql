@@ -15,7 +15,7 @@ SELECT lives_ok($$UPDATE messenger.call_reaper_settings SET polling_interval = '
     '20 seconds divides the minute and is stored');
 -- pg_cron 1.5+ runs the job on a native schedule that must follow; 1.4's minute job re-reads it.
 SELECT is((SELECT schedule FROM cron.job
-            WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper'),
+            WHERE jobname = messenger.call_reaper_job_name('reaper') AND username = 'messenger_call_reaper'),
           CASE WHEN string_to_array(split_part((SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'), '-', 1), '.')::integer[]
                     >= ARRAY[1, 5]
                THEN '20 seconds' ELSE '* * * * *' END,

@@ -14,7 +14,7 @@ UNION ALL SELECT 0, 'PUBLIC';
 
 -- Routines: owner, SECURITY DEFINER, search_path pinned (first SET clause), who may execute.
 -- Every SECURITY DEFINER routine pins search_path; call_due_key, call_reaper_lock_key,
--- call_reaper_phases and call_reaper_error_class are inlined constants-of-their-arguments (no SET clause, or they would not inline); procedures
+-- call_reaper_phases, call_reaper_error_class and call_reaper_job_name are inlined constants-of-their-arguments (no SET clause, or they would not inline); procedures
 -- that COMMIT cannot have a SET clause.
 SELECT bag_eq(
     $$SELECT p.oid::regprocedure::text, o.name, p.prosecdef,
@@ -39,6 +39,7 @@ SELECT bag_eq(
       ('messenger._reap_quarantine_call(uuid,text,text,text,uuid,timestamp with time zone,interval,interval)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_save_floor(text,timestamp with time zone,uuid,timestamp with time zone,uuid,boolean,boolean,timestamp with time zone,boolean,bigint,bigint,uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
       ('messenger.call_reaper_error_class(text)', 'deployer', false, false),
+      ('messenger.call_reaper_job_name(text)', 'deployer', false, false),
       ('messenger.call_reaper_phases()', 'deployer', false, false),
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
@@ -59,9 +60,9 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
                    AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)),
           '{}'::text[], 'every SECURITY DEFINER routine pins search_path to pg_catalog, pg_temp');
 
--- EXECUTE beside the owner's own: PUBLIC only on the four inlined pure functions (every writer
+-- EXECUTE beside the owner's own: PUBLIC only on the five inlined pure functions (every writer
 -- of call_sessions evaluates call_due_key through ix_call_due; the lock key, the phase rule and
--- the error classes are constants), the job role on the reaper, the cycle its tick procedure
+-- the error classes and the job names are constants), the job role on the reaper, the cycle its tick procedure
 -- chains and that procedure, the monitor role on the metrics read.
 SELECT bag_eq(
     $$SELECT p.oid::regprocedure::text, g.name
@@ -74,6 +75,7 @@ SELECT bag_eq(
       ('messenger.call_reaper_lock_key()', 'PUBLIC'),
       ('messenger.call_reaper_phases()', 'PUBLIC'),
       ('messenger.call_reaper_error_class(text)', 'PUBLIC'),
+      ('messenger.call_reaper_job_name(text)', 'PUBLIC'),
       ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper'),
       ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper'),
@@ -175,14 +177,14 @@ SELECT bag_eq(
 SELECT bag_eq(
     $$SELECT j.jobname::text, CASE WHEN j.username = session_user THEN 'deployer' ELSE j.username::text END
         FROM cron.job AS j
-       WHERE j.jobname IN ('messenger-call-timeout-reaper', 'messenger-call-reaper-purge',
-                           'messenger-call-reaper-warden')$$,
-    $$VALUES ('messenger-call-timeout-reaper', 'messenger_call_reaper'),
-             ('messenger-call-reaper-purge', 'deployer'),
-             ('messenger-call-reaper-warden', 'deployer')$$,
+       WHERE j.jobname IN (messenger.call_reaper_job_name('reaper'), messenger.call_reaper_job_name('purge'),
+                           messenger.call_reaper_job_name('warden'))$$,
+    $$VALUES (messenger.call_reaper_job_name('reaper'), 'messenger_call_reaper'),
+             (messenger.call_reaper_job_name('purge'), 'deployer'),
+             (messenger.call_reaper_job_name('warden'), 'deployer')$$,
     'the reaper job runs as the job role, the purge and warden jobs as the deployer');
 SELECT ok((SELECT r.rolsuper FROM cron.job AS j JOIN pg_roles AS r ON r.rolname = j.username
-            WHERE j.jobname = 'messenger-call-reaper-warden'),
+            WHERE j.jobname = messenger.call_reaper_job_name('warden')),
           'the warden job runs as a superuser (it may end a superuser''s backend)');
 SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
                  WHERE r.rolname LIKE 'messenger\_call\_reaper%'

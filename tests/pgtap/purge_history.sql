@@ -65,11 +65,11 @@ SELECT throws_ok($$SELECT * FROM messenger.purge_call_reaper_history(as_of => 'i
     'an infinite as_of is refused with 22023');
 
 -- The deployer's hourly job runs the purge; its own old run details go too, another role's stay.
-SELECT is((SELECT command FROM cron.job WHERE jobname = 'messenger-call-reaper-purge' AND username <> 'messenger_call_reaper'),
+SELECT is((SELECT command FROM cron.job WHERE jobname = messenger.call_reaper_job_name('purge') AND username <> 'messenger_call_reaper'),
           'SELECT * FROM messenger.purge_call_reaper_history()',
           'the hourly purge job belongs to the deployer, not to the job role');
 INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message, start_time, end_time)
-VALUES ((SELECT jobid FROM cron.job WHERE jobname = 'messenger-call-reaper-purge'), current_database(), current_user,
+VALUES ((SELECT jobid FROM cron.job WHERE jobname = messenger.call_reaper_job_name('purge')), current_database(), current_user,
         'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00'),
        (NULL, current_database(), current_user, 'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00');
 CREATE TEMP TABLE p3 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00');

@@ -5,18 +5,18 @@ BEGIN;
 SELECT plan(19);
 
 SELECT is((SELECT count(*)::integer FROM cron.job
-            WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper'),
+            WHERE jobname = messenger.call_reaper_job_name('reaper') AND username = 'messenger_call_reaper'),
           1, 'exactly one messenger-call-timeout-reaper job runs as messenger_call_reaper');
-SELECT is((SELECT count(*)::integer FROM cron.job WHERE jobname = 'messenger-call-timeout-reaper'),
+SELECT is((SELECT count(*)::integer FROM cron.job WHERE jobname = messenger.call_reaper_job_name('reaper')),
           1, 'no other role has a job of that name');
-SELECT is((SELECT command FROM cron.job WHERE jobname = 'messenger-call-timeout-reaper'),
+SELECT is((SELECT command FROM cron.job WHERE jobname = messenger.call_reaper_job_name('reaper')),
           'CALL messenger.run_call_reaper_ticks()', 'the job CALLs the tick procedure');
-SELECT is((SELECT database FROM cron.job WHERE jobname = 'messenger-call-timeout-reaper'),
+SELECT is((SELECT database FROM cron.job WHERE jobname = messenger.call_reaper_job_name('reaper')),
           current_database()::text, 'the job runs in this database (cron.database_name)');
 SELECT is((SELECT r.rolsuper FROM cron.job AS j JOIN pg_roles AS r ON r.rolname = j.username
-            WHERE j.jobname = 'messenger-call-timeout-reaper'),
+            WHERE j.jobname = messenger.call_reaper_job_name('reaper')),
           false, 'the job role is not a superuser');
-SELECT is((SELECT schedule FROM cron.job WHERE jobname = 'messenger-call-timeout-reaper'),
+SELECT is((SELECT schedule FROM cron.job WHERE jobname = messenger.call_reaper_job_name('reaper')),
           CASE WHEN string_to_array(split_part((SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'), '-', 1), '.')::integer[]
                     >= ARRAY[1, 5]
                THEN '15 seconds' ELSE '* * * * *' END,

@@ -5,7 +5,9 @@ the bench hold is read from there or checked against it here.
   exactly what the rule's rows say (status, end_reason, outbox kind, recipients);
 - the SQLSTATE classes, messenger.call_reaper_error_class(): the states test_error_classes.py
   raises as transient are classed so, and the data ones as data;
-- the pg_cron job names in reaper_facts.py: the jobs the deploy scheduled carry them.
+- the pg_cron job names, messenger.call_reaper_job_name(): reaper_facts.py's copies for the
+  Python side (read at import time, before any connection) equal it, and the jobs the deploy
+  scheduled carry them.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def test_the_error_classes_the_tests_raise_are_the_ones_sql_defines(conn):
     assert [classes[s] for s in ("22012", "23505", "P0001", "P0002")] == ["data", "data", "data", "other"]
 
 
-def test_the_job_names_the_tests_use_are_the_scheduled_ones(conn):
+def test_the_job_names_the_tests_use_are_the_sql_ones_and_scheduled(conn):
+    home = conn.execute("SELECT messenger.call_reaper_job_name('reaper'), messenger.call_reaper_job_name('purge'),"
+                        " messenger.call_reaper_job_name('warden')").fetchone()
+    assert home == (JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME)
     names = {r[0] for r in conn.execute("SELECT jobname FROM cron.job")}
-    assert {JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME} <= names
+    assert set(home) <= names
