@@ -10,7 +10,8 @@ BEGIN;
 -- claims from too (claim floor included), per phase of messenger.call_reaper_phases():
 -- quarantined calls whose backoff expired (at most ceil(batch_size / 10), never more than 8),
 -- then healthy calls due within the last polling interval, then older healthy ones from the
--- claim floor, oldest due first, batch_size in all. Rows come per phase in due order.
+-- claim floor, oldest due first, and at a drain's end the calls below the floor it sweeps,
+-- batch_size in all. Rows come per phase in due order.
 -- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
 -- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)
 -- and by what changes in between.
@@ -84,6 +85,19 @@ BEGIN
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
              ORDER BY k.due_key, s.call_id
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
+        ), sweep AS (
+            -- A drain's end: the backlog lane came up short above a floor full lanes moved.
+            SELECT s.call_id, s.status, k.due_key, 'below the claim floor a drain left (its end sweeps there)'::text AS why
+              FROM messenger.call_sessions AS s
+             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+             WHERE v_lanes.floor_key IS NOT NULL AND NOT v_lanes.floor_swept AND s.status = v_status
+               AND (k.due_key, s.call_id) <= (v_lanes.floor_key, v_lanes.floor_id)
+               AND s.call_id NOT IN (SELECT b.call_id FROM backlog AS b)
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+               AND (SELECT count(*) FROM backlog) < v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
+             ORDER BY k.due_key, s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
+                            - (SELECT count(*) FROM backlog), 0)
         )
         SELECT v_rule.phase, c.call_id, c.status::text, v_rule.new_status, v_rule.end_reason,
                c.due_key + v_timeout, v_as_of - (c.due_key + v_timeout),
@@ -91,7 +105,8 @@ BEGIN
                       CASE v_rule.status WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,
                       c.due_key, CASE v_rule.phase WHEN 'ring_timeout' THEN 'ring_timeout' ELSE 'stale_timeout' END,
                       v_timeout, c.why)
-          FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog) AS c
+          FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog
+                UNION ALL SELECT * FROM sweep) AS c
          ORDER BY c.due_key, c.call_id;
     END LOOP;
 END

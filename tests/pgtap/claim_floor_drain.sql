@@ -3,7 +3,7 @@
 -- The drain's end (the first backlog lane that comes up short) sweeps below the floor, so a call
 -- committed below it meanwhile is closed then; a drain of 1 000 calls keeps its floor.
 BEGIN;
-SELECT plan(18);
+SELECT plan(19);
 SET LOCAL client_min_messages = error;  -- the call_poisoned WARNINGs below are expected
 
 -- 1 000 Ringing calls overdue at 2100-01-01 12:00, a second apart: the backlog lane's calls.
@@ -59,6 +59,9 @@ $$;
 SELECT is((SELECT count(*)::integer FROM messenger.call_sessions WHERE status = 'Ringing'), 1,
           'ten full cycles closed the 1 000 calls, the late one is still Ringing');
 SELECT is(pg_temp.below_floor('2100-01-01 12:00:02+00'), 1, 'it is the one call below the floor');
+SELECT ok(EXISTS (SELECT FROM messenger.preview_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:03+00')
+                   WHERE call_id = '00000000-0000-0000-0000-00000000a7e0'),
+          'the preview lists the call the drain''s end will sweep');
 CREATE TEMP TABLE c11 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:03+00');
 SELECT is((SELECT missed_count FROM c11), 1,
           'the cycle whose backlog lane comes up short sweeps below the floor: it closes the late call');
