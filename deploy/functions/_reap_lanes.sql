@@ -94,8 +94,10 @@ BEGIN
              WHERE q.phase = (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.phase <> p_phase)),
            (SELECT coalesce(sum(pg_catalog.pg_stat_get_vacuum_count(t.relid)
                                 + pg_catalog.pg_stat_get_autovacuum_count(t.relid)), 0)::bigint
-              FROM pg_catalog.pg_partition_tree('messenger.call_sessions'::regclass) AS t
-             WHERE t.isleaf)
+              FROM (SELECT 'messenger.call_sessions'::regclass AS relid   -- a plain table (no tree)
+                    UNION
+                    SELECT p.relid FROM pg_catalog.pg_partition_tree('messenger.call_sessions'::regclass) AS p
+                     WHERE p.isleaf) AS t)
       INTO v_next_retry, v_next_other, vacuums;
     quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     retry_due := v_next_retry <= p_as_of;
