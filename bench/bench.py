@@ -9,6 +9,8 @@ ratios and counted units (WAL bytes, log bytes, buffers) are meant to be compare
 Parts (PARTS), each in its own module:
   idle         idle.py         cycles with nothing overdue, timed server-side, at several live-call
                                and history sizes
+  idle-wal     idlewal.py      WAL per idle cycle, by hand and scheduled by the real pg_cron job,
+                               named record by record by pg_walinspect
   drain        contestants.py  a backlog of overdue calls (half Ringing past ring_timeout, half
                                Answered past stale_timeout) closed by the reaper, an app-side peer,
                                the batched bound and the bound (statements.py builds the last
@@ -32,6 +34,7 @@ import afterdrain
 import contestants
 import costs
 import idle
+import idlewal
 import phases
 import product
 import psycopg
@@ -39,7 +42,7 @@ import report
 import seed
 from common import Run
 
-PARTS = ("idle", "drain", "product", "after-drain")
+PARTS = ("idle", "idle-wal", "drain", "product", "after-drain")
 
 
 def run_all(run: Run) -> dict:
@@ -58,6 +61,9 @@ def run_all(run: Run) -> dict:
             for active in a.idle_active:
                 seed.reset_recent(run, 0, 0, active)
                 results["idle"].append(idle.idle_cycles(run, f"{active:,} active, history {level:,}", active))
+        if "idle-wal" in parts:
+            seed.reset_recent(run, 0, 0, 100)
+            results["idle_wal"] = idlewal.run_idle_wal(run)
         if "drain" in parts:
             results["drains"] = contestants.run_drains(run)
         if "product" in parts:
@@ -97,6 +103,11 @@ def main() -> None:
                    help="rounds that also run the peer at the first batch size (PEER_ROUNDS, default all of them)")
     p.add_argument("--parts", type=lambda t: set(t.split(",")), default=set(env("PARTS", ",".join(PARTS)).split(",")),
                    help=f"what to run: {', '.join(PARTS)} (PARTS, default all)")
+    p.add_argument("--idle-wal-cycles", type=int, default=int(env("IDLE_WAL_CYCLES", "100")),
+                   help="idle cycles run by hand in the WAL window (IDLE_WAL_CYCLES, default 100)")
+    p.add_argument("--idle-wal-seconds", type=float, default=float(env("IDLE_WAL_SECONDS", "120")),
+                   help="seconds the scheduled job runs in its WAL window, after up to a minute and a polling"
+                        " interval of warm-up; 0 to skip it (IDLE_WAL_SECONDS, default 120)")
     p.add_argument("--product-clients", type=int, default=int(env("PRODUCT_CLIENTS", "4")),
                    help="product client connections (PRODUCT_CLIENTS, default 4)")
     p.add_argument("--product-rate", type=float, default=float(env("PRODUCT_RATE", "40")),

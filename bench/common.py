@@ -40,6 +40,7 @@ class Run:
     admin: psycopg.Connection
     phases: list = field(default_factory=list)
     server_log: pathlib.Path | None = None
+    scheduled: bool = False  # the reaper's pg_cron job exists and is active
     profiling: bool = False  # PROFILE=1 and pg_stat_statements answers
     history: int = 0
     seeding_s: float = 0.0

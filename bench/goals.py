@@ -32,6 +32,16 @@ GOALS = (
          "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
     Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",
          "as above, 100 live calls, at the largest IDLE_HISTORY / at the smallest"),
+    Goal("idle_wal_hand", "WAL of an idle cycle run by hand, without full-page images", "<=", 1024, "B/cycle",
+         "pg_walinspect: record bytes minus FPI bytes of IDLE_WAL_CYCLES cycles / cycles (after a CHECKPOINT"
+         " and one warm-up cycle)"),
+    Goal("idle_wal_scheduled", "WAL of an idle cycle run by the pg_cron job, pg_cron's records included,"
+         " without full-page images", "<=", 1024, "B/cycle",
+         "pg_walinspect over about IDLE_WAL_SECONDS of the resumed job (after a CHECKPOINT and one cycle)"
+         " / the cycles run_total counted"),
+    Goal("idle_uncounted", "idle cycles run_total did not count", "<=", 0, "cycles",
+         "cycles run (by hand; scheduled: polling ticks in the window) minus the rise of"
+         " call_reaper_metrics()' runs_completed + runs_skipped + runs_rolled_back"),
     Goal("product_p99", "product live-call p99, during a drain / alone", "<=", 1.5, "x",
          "PRODUCT_CLIENTS clients at PRODUCT_RATE statements/s, client-side latency"),
     Goal("product_wait", "longest product wait on the reaper / longest reaper cycle", "<=", 1.0, "x",

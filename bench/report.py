@@ -14,6 +14,7 @@ import contestants
 import costs
 import goals
 import idle
+import idlewal
 import product
 import psycopg
 
@@ -57,6 +58,24 @@ def idle_table(rows: list[dict]) -> list[str]:
                     _fmt(i["buffers"], ".1f")] for i in rows])
 
 
+def idle_wal(r: dict) -> list[str]:
+    windows = [("by hand, back to back", r["hand"]), ("scheduled by pg_cron", r["scheduled"])]
+    windows = [(label, w) for label, w in windows if w]
+    lines = _table(["idle cycle WAL", "cycles", "B/cycle (LSN delta)", "B/cycle without FPIs", "FPI B/cycle",
+                    "FPIs/cycle", "records/cycle"],
+                   [[label, w["counted"], f"{w['lsn_bytes']:,.0f}", f"{w['bytes']:,.0f}", f"{w['fpi']:,.0f}",
+                     f"{w['images']:.1f}", f"{w['records']:.1f}"] for label, w in windows])
+    for label, w in windows:
+        lines += _table([f"top relations, {label}", "B/cycle without FPIs", "FPI B/cycle"],
+                        [[name, f"{b:,.0f}", f"{f:,.0f}"] for name, b, f in w["top"]])
+    lines += [(f"Each window starts after a CHECKPOINT and one warm-up cycle, so the full-page images of the pages"
+              f" every cycle writes fall before it; the FPIs left are pages first touched since that checkpoint"
+              f" (run ledger filled with {r['ledger_rows']:,} rows, as a server keeps it), which a server writes"
+              f" again after each checkpoint: they are counted apart from the goal. The scheduled window holds"
+              f" all the pg_cron jobs recorded meanwhile (this job's and the lock warden's runs)."), ""]
+    return lines
+
+
 def product_table(rows: dict[str, dict], args) -> list[str]:
     return _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "statements",
                    "seconds", "live-call p50 ms", "live-call p99 ms", "late hangups", "late-hangup p99 ms",
@@ -83,6 +102,7 @@ def report(results: dict, run, total_s: float) -> str:
     figures: list = []
     parts = (("drains", lambda r: drains(r, args), lambda r: contestants.measured(r, args)),
              ("idle", idle_table, lambda r: idle.measured(r, args.history)),
+             ("idle_wal", idle_wal, idlewal.measured),
              ("product", lambda r: product_table(r, args), product.measured),
              ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured))
     for key, table, measure in parts:

@@ -77,9 +77,12 @@ def prepare(run: Run) -> None:
                      ("call_reaper_phases()", "the phase table the bench builds its statements from")):
         if a.execute("SELECT to_regprocedure(%s)", (f"messenger.{fn}",)).fetchone()[0] is None:
             sys.exit(f"bench: messenger.{fn} ({what}) is not deployed in this database")
-    # The scheduled job must not compete for the single-runner lock while we measure.
-    if a.execute("SELECT to_regclass('cron.job')").fetchone()[0] is not None:
-        a.execute("SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = %s", [JOB_NAME])
+    # The scheduled job must not compete for the single-runner lock while we measure; paused
+    # (the DBA's verb) rather than unscheduled, so the idle-WAL part can let it run as deployed.
+    if a.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_cron'").fetchone()[0]:
+        a.execute("SELECT messenger.pause_call_reaper()")
+        run.scheduled = a.execute("SELECT count(*) FROM cron.job WHERE jobname = %s AND active",
+                                  (JOB_NAME,)).fetchone()[0] == 1
     if a.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]:
         sys.exit("bench: messenger.call_sessions is not empty; run the bench on a throwaway database")
     if run.args.partitioned:
