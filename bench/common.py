@@ -1,0 +1,64 @@
+"""What every part of the bench shares: its far-future clock, the run's state, the log line."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import pathlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+# The names shared with the tests (job, roles, the SQL expression of the lock key): every module
+# that imports reaper_facts imports this one first.
+sys.path.insert(0, str(REPO / "tests" / "python"))
+
+# The bench lives in its own far-future window so no clock-driven job ever finds its rows
+# overdue; every cycle it runs by hand gets this as_of.
+AS_OF = dt.datetime(2099, 6, 1, 12, 0, tzinfo=dt.UTC)
+HISTORY_SPAN_DAYS = 365
+RECENT = dt.timedelta(days=3)  # history ends here; backlog and live calls start after it
+
+# The statement text the parts look up in pg_stat_statements: every hand-run cycle uses it.
+CYCLE_SQL = ("SELECT missed_count, failed_count, duration_ms, lock_acquired"
+             "  FROM messenger.reap_call_timeouts(%s, NULL, NULL, %s)")
+CYCLE_LIKE = "%FROM messenger.reap_call_timeouts(%"
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Run:
+    """One bench run: its options, the admin session, the phases it builds statements from."""
+
+    args: argparse.Namespace
+    admin: psycopg.Connection
+    phases: list = field(default_factory=list)
+    server_log: pathlib.Path | None = None
+    scheduled: bool = False  # the reaper's pg_cron job exists and is active
+    profiling: bool = False  # PROFILE=1 and pg_stat_statements answers
+    history: int = 0
+    seeding_s: float = 0.0
+
+    def connect(self, **kwargs) -> psycopg.Connection:
+        return psycopg.connect(self.args.dsn, **kwargs)
+
+    def statements_reset(self) -> bool:
+        try:
+            self.admin.execute("SELECT pg_stat_statements_reset()")
+            return True
+        except psycopg.Error:
+            return False
+
+    def cycle_buffers(self) -> float | None:
+        """Shared buffers per hand-run cycle since the last statements_reset(). A top-level
+        statement's figure includes its nested statements: the whole cycle."""
+        return self.admin.execute(
+            "SELECT sum(shared_blks_hit + shared_blks_read)::float8 / nullif(sum(calls), 0)"
+            "  FROM pg_stat_statements WHERE toplevel AND query LIKE %s", (CYCLE_LIKE,)
+        ).fetchone()[0]

@@ -1,0 +1,77 @@
+"""The bench's goals, all of them, in one table: what is promised, the threshold, how it is
+measured. The parts fill in the measured values by key; the report prints every goal against
+its threshold, and a goal whose part did not run as not measured."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Goal:
+    key: str
+    name: str  # {b0} = the first batch size, {backlog} = BACKLOG
+    op: str  # "<=" or ">="
+    threshold: float
+    unit: str  # "x", "B", "B/cycle" or "cycles"
+    how: str
+
+
+RATIO_HOW = "calls/s of the two in the same round; the median over the ROUNDS interleaved rounds"
+
+GOALS = (
+    Goal("reaper_bound", "reaper / bound at batch {b0}", ">=", 0.6, "x", RATIO_HOW),
+    Goal("reaper_batched", "reaper / batched-bound at batch {b0}", ">=", 0.9, "x", RATIO_HOW),
+    Goal("reaper_peer", "reaper / app-side peer at batch {b0}", ">=", 2.5, "x", RATIO_HOW),
+    Goal("log_per_call", "server log per call closed by reaper@{b0}", "<=", 150, "B",
+         "growth of the server's log file during the median run / calls closed"),
+    Goal("wal_vs_bound", "WAL per closed call, reaper@{b0} / bound", "<=", 1.1, "x",
+         "insert-LSN delta of each median run / calls closed"),
+    Goal("idle_active", "idle cycle time, fewest -> most live calls", "<=", 1.5, "x",
+         "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
+    Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",
+         "as above, 100 live calls, at the largest IDLE_HISTORY / at the smallest"),
+    Goal("idle_wal_hand", "WAL of an idle cycle run by hand, without full-page images", "<=", 1024, "B/cycle",
+         "pg_walinspect: record bytes minus FPI bytes of IDLE_WAL_CYCLES cycles / cycles (after a CHECKPOINT"
+         " and one warm-up cycle)"),
+    Goal("idle_wal_scheduled", "WAL of an idle cycle run by the pg_cron job, pg_cron's records included,"
+         " without full-page images", "<=", 1024, "B/cycle",
+         "pg_walinspect over about IDLE_WAL_SECONDS of the resumed job (after a CHECKPOINT and one cycle)"
+         " / the cycles run_total counted"),
+    Goal("idle_uncounted", "idle cycles run_total did not count", "<=", 0, "cycles",
+         "cycles run (by hand; scheduled: polling ticks in the window) minus the rise of"
+         " call_reaper_metrics()' runs_completed + runs_skipped + runs_rolled_back"),
+    Goal("product_p99", "product live-call p99, during a drain / alone", "<=", 1.5, "x",
+         "PRODUCT_CLIENTS clients at PRODUCT_RATE statements/s, client-side latency"),
+    Goal("product_wait", "longest product wait on the reaper / longest reaper cycle", "<=", 1.0, "x",
+         "pg_stat_activity and pg_blocking_pids() sampled every SAMPLE_MS during the drain (0: no wait)"),
+    Goal("first_idle", "buffers of the first idle cycle after a {backlog}-call drain / an idle cycle before it",
+         "<=", 10, "x", "pg_stat_statements (shared hit + read, nested statements included) of the cycle"
+         " right after the drain's last (the job's catch-up rule); deployed settings, autovacuum on"),
+    Goal("after_drain_back", "idle cycles after the drain until buffers are within 2x of before it", "<=", 5,
+         "cycles", "one idle cycle every POLL_INTERVAL s, autovacuum on, no manual VACUUM"),
+)
+
+
+def show(value: float, unit: str) -> str:
+    if math.isinf(value):
+        return "never"
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:,.0f} {unit}"
+
+
+def rows(measured: dict[str, tuple[float, str]], **names) -> list[tuple[str, str, str, str, str]]:
+    """(goal, threshold, measured, met, how) for every goal; met is '' when not measured."""
+    out = []
+    for g in GOALS:
+        threshold = f"{g.op} {show(g.threshold, g.unit)}"
+        if g.key not in measured:
+            out.append((g.name.format(**names), threshold, "not measured", "", g.how))
+            continue
+        value, detail = measured[g.key]
+        met = value <= g.threshold if g.op == "<=" else value >= g.threshold
+        shown = show(value, g.unit) + (f" ({detail})" if detail else "")
+        out.append((g.name.format(**names), threshold, shown, "yes" if met else "NO", g.how))
+    return out

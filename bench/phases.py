@@ -1,0 +1,64 @@
+"""The reaper's phases as deployed (messenger.call_reaper_phases()), read once per run.
+
+The bare-statement contestants and the peer build their SQL from these rows, so they always
+apply the reaper's own rule: which status each phase closes, what it becomes, which outbox row
+goes to whom. Only how long each phase waits is not in the rows: that is a setting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import psycopg
+from common import AS_OF
+from psycopg.rows import dict_row
+
+# The settings column holding each phase's window (messenger.call_reaper_settings).
+TIMEOUT_SETTING = {"ring_timeout": "ring_timeout", "stale_answered": "stale_timeout"}
+RECIPIENTS = ("caller", "both")
+
+
+@dataclass(frozen=True)
+class Phase:
+    phase: str
+    status: str
+    new_status: str
+    end_reason: str
+    outbox_kind: str
+    recipients: str
+    timeout: dt.timedelta
+
+    @property
+    def cutoff(self) -> dt.datetime:
+        """A call of this phase is due at AS_OF when its due key is at or before this."""
+        return AS_OF - self.timeout
+
+    @property
+    def both_parties(self) -> bool:
+        return self.recipients == "both"
+
+    @property
+    def outbox_rows_per_call(self) -> int:
+        return 2 if self.both_parties else 1
+
+
+def load(conn: psycopg.Connection) -> list[Phase]:
+    rows = conn.execute("SELECT phase, status, new_status, end_reason, outbox_kind, recipients"
+                        "  FROM messenger.call_reaper_phases() ORDER BY phase").fetchall()
+    settings = conn.cursor(row_factory=dict_row).execute("SELECT * FROM messenger.call_reaper_settings").fetchone()
+    phases = []
+    for phase, status, new_status, end_reason, kind, recipients in rows:
+        if phase not in TIMEOUT_SETTING or recipients not in RECIPIENTS:
+            raise SystemExit(f"bench: messenger.call_reaper_phases() has a phase it does not know: {phase} ({recipients})")
+        timeout = settings[TIMEOUT_SETTING[phase]]
+        phases.append(Phase(phase, status, new_status, end_reason, kind, recipients, timeout))
+    # The statements tell a closed call's phase by its new status (RETURNING sees only that).
+    if len({p.new_status for p in phases}) != len(phases) or len({p.status for p in phases}) != len(phases):
+        raise SystemExit("bench: two phases share a status; the bench's statements cannot tell them apart")
+    return phases
+
+
+def by_status(phases: list[Phase], status: str) -> Phase:
+    """The phase closing calls in this status (the product's statements know their own)."""
+    return next(p for p in phases if p.status == status)

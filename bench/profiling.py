@@ -1,0 +1,82 @@
+"""PROFILE=1: pg_stat_statements over the first reaper drain, and EXPLAINs of its statements."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import psycopg
+import statements as st
+from common import AS_OF, REPO, Run
+
+UUID_MAX = uuid.UUID("ffffffff-ffff-ffff-ffff-ffffffffffff")
+
+
+def reset(run: Run) -> None:
+    run.profiling = run.statements_reset()
+
+
+def show(run: Run, name: str) -> None:
+    if not run.profiling:
+        return
+    rows = run.admin.execute(
+        "SELECT round(total_exec_time::numeric, 1), calls, rows, shared_blks_hit + shared_blks_read,"
+        "       left(regexp_replace(query, '\\s+', ' ', 'g'), 110)"
+        "  FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " ORDER BY total_exec_time DESC LIMIT 12").fetchall()
+    print(f"\nProfile of {name} (pg_stat_statements, track=all):")
+    print(f"{'total ms':>10} {'calls':>7} {'rows':>8} {'buffers':>9}  query")
+    for ms, calls, nrows, bufs, q in rows:
+        print(f"{ms:>10} {calls:>7} {nrows:>8} {bufs:>9}  {q}")
+
+
+def _numbered(stmt: str, variables: tuple[str, ...]) -> str:
+    """A statement cut out of a deploy script (the deployed text, not a copy that could drift)
+    with its PL/pgSQL variables turned into $1, $2, ..."""
+    for i, var in enumerate(variables, 1):
+        stmt = re.sub(rf"\b{var}\b", f"${i}", stmt)
+    return stmt
+
+
+def explain_apply(run: Run, batch: int) -> None:
+    """EXPLAIN (ANALYZE, BUFFERS) of _reap_phase's claim-and-count statement and of
+    _reap_apply's statement with their generic plans (what the functions run under
+    plan_cache_mode = force_generic_plan), one batch of each phase, rolled back."""
+    functions = REPO / "deploy" / "functions"
+    apply_src = (functions / "_reap_apply.sql").read_text().split("\nRETURN QUERY\n", 1)[1].split("END\n$$", 1)[0]
+    apply_sql = _numbered(apply_src.strip().rstrip(";"),
+                          ("p_phase", "p_call_ids", "p_started_at", "p_due_at", "p_run_id", "p_as_of"))
+    head, rest = (functions / "_reap_phase.sql").read_text().split(
+        "        WITH claimed AS MATERIALIZED (", 1)[1].split("          INTO v_lane_ids,", 1)
+    claim_sql = _numbered("WITH claimed AS MATERIALIZED (" + head + rest.split("\n", 1)[1].split(";", 1)[0],
+                          ("v_status", "v_lane_lo_id", "v_lane_lo", "v_lane_hi", "v_limit", "v_quarantined", "c_uuid_max"))
+    # Parameters bound client-side: EXPLAIN EXECUTE cannot infer the types of bind parameters.
+    with run.connect(cursor_factory=psycopg.ClientCursor) as c:
+        c.execute("SET plan_cache_mode = force_generic_plan")
+        c.execute("PREPARE bench_apply (text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) AS " + apply_sql)
+        c.commit()  # the SET must outlive the rollbacks below
+        for ph in run.phases:
+            # A healthy lane's claim-and-count: the whole due range of the phase, nothing quarantined.
+            c.execute(f"PREPARE bench_claim_{ph.phase} (text, uuid, timestamptz, timestamptz, integer, boolean, uuid)"
+                      " AS " + claim_sql)
+            c.execute("SET LOCAL enable_sort = off")  # _reap_phase's own settings
+            c.execute("SET LOCAL jit = off")
+            _print(f"_reap_phase's claim-and-count statement, generic plan, {ph.phase}", c.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{ph.phase}"
+                " (%s::text, %s::uuid, '-infinity', %s::timestamptz, %s::integer, false, %s::uuid)",
+                (ph.status, UUID_MAX, ph.cutoff, batch, UUID_MAX)).fetchall())
+            c.execute("SET LOCAL enable_sort = on")  # _reap_apply's
+            rows = c.execute(st.claim(ph, f"{st.DUE_KEY.format(a='s')}, s.call_id, s.started_at"),
+                             {f"cutoff_{ph.phase}": ph.cutoff, "batch": batch}).fetchall()
+            _print(f"_reap_apply's statement, generic plan, {ph.phase}, {len(rows)} calls", c.execute(
+                "EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_apply"
+                " (%s::text, %s::uuid[], %s::timestamptz[], %s::timestamptz[], %s::uuid, %s::timestamptz)",
+                (ph.phase, [r[1] for r in rows], [r[2] for r in rows], [r[0] + ph.timeout for r in rows],
+                 uuid.uuid4(), AS_OF)).fetchall())
+            c.rollback()
+
+
+def _print(title: str, plan: list) -> None:
+    print(f"\nEXPLAIN (ANALYZE, BUFFERS) of {title}:")
+    for (line,) in plan:
+        print("  " + line)

@@ -1,0 +1,144 @@
+"""The bench's Markdown report: one table per part, then every goal against its threshold."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+
+import afterdrain
+import contestants
+import costs
+import goals
+import idle
+import idlewal
+import product
+import psycopg
+
+
+def _fmt(v, spec: str) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def _table(header: list[str], rows: list[list], align: str | None = None) -> list[str]:
+    align = align or "|---|" + "---:|" * (len(header) - 1)
+    return ["| " + " | ".join(header) + " |", align] + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
+
+
+def drains(runs: dict[str, list[dict]], args) -> list[str]:
+    b0, n = args.batches[0], args.backlog
+    med = {name: contestants.median_run(r, n) for name, r in runs.items()}
+    bound = med["bound"]["calls_s"]
+    lines = [(f"Backlog {n:,} overdue calls, history {args.history:,}, {args.live:,} live calls,"
+              f" {'partitioned' if args.partitioned else 'plain'} call_sessions, {args.rounds} round(s) at batch {b0}"
+              f" (median), peer@{b0} in {min(args.peer_rounds, args.rounds)}, other batch sizes in 1"), ""]
+    rows = []
+    for name, r in med.items():
+        kind, _, b = name.partition("@")
+        peer = med.get(f"peer@{b}") if kind == "reaper" else None
+        ex = [x.get("exec_ms") for x in runs[name]]
+        ex_ms = statistics.median(ex) / max(r["cycles"], 1) if None not in ex else None
+        rows.append([name, len(runs[name]), f"{r['calls_s']:,.0f}", r["cycles"], f"{r['wall_s'] * 1000 / max(r['cycles'], 1):.1f}",
+                     _fmt(ex_ms, ".1f"), f"{r['calls_s'] / peer['calls_s']:.2f}x" if peer else "",
+                     f"{r['calls_s'] / bound:.2f}x", _fmt(costs.per_call(r, "wal", n), ",.0f"),
+                     _fmt(costs.per_call(r, "log", n), ",.0f"), _fmt(costs.per_call(r, "buffers", n), ",.1f"),
+                     _fmt(costs.per_call(r, "multixacts", n), ".2f")])
+    return lines + _table(["contestant", "runs", "calls/s", "cycles", "ms per cycle", "executor ms per cycle",
+                           "vs peer (same batch)", "vs bound", "WAL B/call", "log B/call", "buffers/call",
+                           "MultiXacts/call"], rows)
+
+
+def idle_table(rows: list[dict]) -> list[str]:
+    return _table(["idle cycle (nothing overdue)", "server median ms", "server p90 ms", "client median ms",
+                   "buffers per cycle"],
+                  [[i["label"], f"{i['server_ms']:.3f}", f"{i['p90_ms']:.3f}", f"{i['client_ms']:.3f}",
+                    _fmt(i["buffers"], ".1f")] for i in rows])
+
+
+def idle_wal(r: dict) -> list[str]:
+    windows = [("by hand, back to back", r["hand"]), ("scheduled by pg_cron", r["scheduled"])]
+    windows = [(label, w) for label, w in windows if w]
+    lines = _table(["idle cycle WAL", "cycles", "B/cycle (LSN delta)", "B/cycle without FPIs", "FPI B/cycle",
+                    "FPIs/cycle", "records/cycle"],
+                   [[label, w["counted"], f"{w['lsn_bytes']:,.0f}", f"{w['bytes']:,.0f}", f"{w['fpi']:,.0f}",
+                     f"{w['images']:.1f}", f"{w['records']:.1f}"] for label, w in windows])
+    for label, w in windows:
+        lines += _table([f"top relations, {label}", "B/cycle without FPIs", "FPI B/cycle"],
+                        [[name, f"{b:,.0f}", f"{f:,.0f}"] for name, b, f in w["top"]])
+    lines += [(f"Each window starts after a CHECKPOINT and one warm-up cycle, so the full-page images of the pages"
+              f" every cycle writes fall before it; the FPIs left are pages first touched since that checkpoint"
+              f" (run ledger filled with {r['ledger_rows']:,} rows, as a server keeps it), which a server writes"
+              f" again after each checkpoint: they are counted apart from the goal. The scheduled window holds"
+              f" all the pg_cron jobs recorded meanwhile (this job's and the lock warden's runs)."), ""]
+    return lines
+
+
+def product_table(rows: dict[str, dict], args) -> list[str]:
+    return _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "statements",
+                   "seconds", "live-call p50 ms", "live-call p99 ms", "late hangups", "late-hangup p99 ms",
+                   "waited on the reaper", "longest wait ms", "reaper cycles", "cycle p50 / max ms"],
+                  [[label, f"{r['statements']:,}", f"{r['wall_s']:.1f}", f"{r['live_p50']:.2f}", f"{r['live_p99']:.2f}",
+                    f"{r['late_n']:,}", f"{r['late_p99']:.2f}", f"{r['waits']:,}", f"{r['wait_max_ms']:.1f}",
+                    r["cycles"] or "", f"{r['cycle_p50_ms']:.1f} / {r['cycle_max_ms']:.1f}" if r["cycles"] else ""]
+                   for label, r in rows.items()])
+
+
+def after_drain_table(after: list[dict], args) -> list[str]:
+    return _table([(f"idle after a {args.backlog:,}-call drain (autovacuum on, cycle 0 right after the drain's last,"
+                   f" then every {args.poll_interval:g} s)"), "cycle", "seconds after", "buffers", "vs before the drain",
+                   "server ms", "dead rows", "autovacuums since"],
+                  [[f"{r['variant']} (before the drain: {r['pre']:.1f}; drain: {r['drain_cycles']} cycles)", c["cycle"],
+                    f"{c['t_s']:.0f}", f"{c['buffers']:.0f}", f"{c['buffers'] / r['pre']:.1f}x", f"{c['ms']:.3f}",
+                    f"{c['dead']:,}", c["autovacuums"]] for r in after for c in r["cycles"]])
+
+
+def report(results: dict, run, total_s: float) -> str:
+    args = run.args
+    lines: list[str] = []
+    values: dict = {}
+    figures: list = []
+    parts = (("drains", lambda r: drains(r, args), lambda r: contestants.measured(r, args)),
+             ("idle", idle_table, lambda r: idle.measured(r, args.history)),
+             ("idle_wal", idle_wal, idlewal.measured),
+             ("product", lambda r: product_table(r, args), product.measured),
+             ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured))
+    for key, table, measure in parts:
+        if results.get(key):
+            lines += table(results[key])
+            v, f = measure(results[key])
+            values.update(v)
+            figures += f
+    lines += _table(["goal", "threshold", "measured", "met", "how measured"],
+                    [list(r) for r in goals.rows(values, b0=args.batches[0], backlog=f"{args.backlog:,}")],
+                    "|---|---|---:|---|---|")
+    if figures:
+        lines += _table(["other figures (no goal)", "measured"], [list(f) for f in figures])
+    lines.append(f"Total {total_s:.0f} s, of which seeding and resets {run.seeding_s:.0f} s."
+                 f" Server log measured in {run.server_log or 'n/a (not found)'}.")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    try:
+        pg = subprocess.run(["psql", "-XAtc", "SHOW server_version"], capture_output=True, text=True,
+                            check=False).stdout.strip()
+    except OSError:
+        pg = "?"
+    return (f"Machine: {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.platform()}, "
+            f"PostgreSQL {pg}, Python {platform.python_version()}, psycopg {psycopg.__version__}")
+
+
+def write(text: str, markdown: str | None) -> None:
+    print("\n" + text)
+    if markdown:
+        pathlib.Path(markdown).write_text(machine() + "\n" + text + "\n")
