@@ -13,7 +13,7 @@ import time
 
 import psycopg
 import seed
-from common import AS_OF, CYCLE_SQL, Run, log
+from common import CYCLE_SQL, Run, cycle_as_of, log
 
 STATS = ("SELECT n_dead_tup, autovacuum_count FROM pg_stat_user_tables"
          " WHERE relid = 'messenger.call_sessions'::regclass")
@@ -25,7 +25,7 @@ def idle_buffers(run: Run, c: psycopg.Connection, cycles: int) -> tuple[float, f
     also reads the catalogs to plan them: about 1,600 buffers)."""
     run.statements_reset()
     for _ in range(cycles):
-        ms = c.execute(CYCLE_SQL, (None, AS_OF)).fetchone()[2]
+        ms = c.execute(CYCLE_SQL, (None, cycle_as_of())).fetchone()[2]
     return run.cycle_buffers(), float(ms)
 
 
@@ -34,7 +34,7 @@ def drain(run: Run, c: psycopg.Connection) -> int:
     after cycle until one closes less than a full batch in every phase. Returns the cycles."""
     batch, cycles = run.args.batches[0], 0
     while True:
-        missed, failed, _ms, locked = c.execute(CYCLE_SQL, (batch, AS_OF)).fetchone()
+        missed, failed, _ms, locked = c.execute(CYCLE_SQL, (batch, cycle_as_of())).fetchone()
         if not locked:
             sys.exit("bench: the reaper lost its lock to someone else")
         cycles += 1

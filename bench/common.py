@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import pathlib
 import sys
 import time
@@ -26,6 +27,17 @@ RECENT = dt.timedelta(days=3)  # history ends here; backlog and live calls start
 CYCLE_SQL = ("SELECT missed_count, failed_count, duration_ms, lock_acquired"
              "  FROM messenger.reap_call_timeouts(%s, NULL, NULL, %s)")
 CYCLE_LIKE = "%FROM messenger.reap_call_timeouts(%"
+
+_tick = itertools.count(1)
+
+
+def cycle_as_of() -> dt.datetime:
+    """The as_of of the bench's next reaper cycle: AS_OF plus a microsecond per cycle so far, as
+    the job's clock moves on between its cycles. The reaper trusts its claim floor only at an
+    as_of later than the cycle that set it (at the same one, a test may have written calls
+    below it at that instant), so a run of cycles at one as_of would walk every drained entry
+    again; a microsecond moves no call in or out of its window."""
+    return AS_OF + dt.timedelta(microseconds=next(_tick))
 
 
 def log(msg: str) -> None:

@@ -23,7 +23,7 @@ import profiling
 import psycopg
 import seed
 import statements as st
-from common import AS_OF, CYCLE_SQL, Run, log
+from common import AS_OF, CYCLE_SQL, Run, cycle_as_of, log
 from reaper_facts import LOCK_KEY_SQL
 
 
@@ -34,7 +34,7 @@ def drain_reaper(run: Run, batch: int) -> dict:
             c.execute("SET pg_stat_statements.track = 'all'")
         t0 = time.perf_counter()
         while True:
-            missed, failed, _ms, locked = c.execute(CYCLE_SQL, (batch, AS_OF)).fetchone()
+            missed, failed, _ms, locked = c.execute(CYCLE_SQL, (batch, cycle_as_of())).fetchone()
             if not locked:
                 sys.exit("bench: the reaper lost its lock to someone else")
             if missed + failed == 0:

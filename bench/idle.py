@@ -6,7 +6,7 @@ import statistics
 import sys
 import time
 
-from common import AS_OF, CYCLE_SQL, Run, log
+from common import CYCLE_SQL, Run, cycle_as_of, log
 
 WARM_UP = 20  # plan caches, buffers
 
@@ -19,7 +19,7 @@ def idle_cycles(run: Run, label: str, active: int) -> dict:
             if i == WARM_UP:
                 have_pgss = run.statements_reset()
             t0 = time.perf_counter()
-            missed, failed, ms, _locked = c.execute(CYCLE_SQL, (None, AS_OF)).fetchone()
+            missed, failed, ms, _locked = c.execute(CYCLE_SQL, (None, cycle_as_of())).fetchone()
             elapsed = (time.perf_counter() - t0) * 1000
             if missed or failed:
                 sys.exit(f"bench: idle cycle closed {missed + failed} calls")

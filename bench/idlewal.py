@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 
 import psycopg
-from common import AS_OF, CYCLE_SQL, Run, log
+from common import CYCLE_SQL, Run, cycle_as_of, log
 
 BLOCK_REF = re.compile(r"rel (\d+)/(\d+)/(\d+)")
 
@@ -43,7 +43,7 @@ def seed_ledger(run: Run) -> int:
     touch, not the few the bench's truncated ledger has."""
     a = run.admin
     with run.connect(autocommit=True) as c:
-        c.execute(CYCLE_SQL, (None, AS_OF))
+        c.execute(CYCLE_SQL, (None, cycle_as_of()))
     # The oldest an hour inside the retention: the hourly purge job leaves them all alone.
     return a.execute(
         """INSERT INTO messenger.call_reaper_runs
@@ -107,13 +107,13 @@ def hand_run(run: Run) -> dict:
     autocommit, back to back."""
     n = run.args.idle_wal_cycles
     with run.connect(autocommit=True) as c:
-        c.execute(CYCLE_SQL, (None, AS_OF))  # plans the session's statements
+        c.execute(CYCLE_SQL, (None, cycle_as_of()))  # plans the session's statements
         run.admin.execute("CHECKPOINT")
-        c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (AS_OF,))
+        c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (cycle_as_of(),))
         _off_the_minute()
         total0, lsn0 = run_total(c), insert_lsn(c)
         for _ in range(n):
-            c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (AS_OF,))
+            c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (cycle_as_of(),))
         lsn1, total1 = insert_lsn(c), run_total(c)
     r = records(run, lsn0, lsn1, n) | {"counted": total1 - total0, "ran": n}
     log(f"idle WAL by hand: {r['bytes']:,.0f} B/cycle without FPIs, {r['fpi']:,.0f} B/cycle of FPIs over {n} cycles")

@@ -12,7 +12,7 @@ import uuid
 
 import psycopg
 import seed
-from common import AS_OF, CYCLE_SQL, RECENT, Run, log
+from common import AS_OF, CYCLE_SQL, RECENT, Run, cycle_as_of, log
 from phases import by_status
 
 # The product's statements (bench part "product"): a client's own live calls, by primary key.
@@ -117,7 +117,7 @@ def product_run(run: Run, label: str, drain: bool, pause_ms: float = 0.0) -> dic
                 reaper["pid"] = c.info.backend_pid
                 while True:
                     t1 = time.perf_counter()
-                    missed, failed, _ms, _locked = c.execute(CYCLE_SQL, (run.args.batches[0], AS_OF)).fetchone()
+                    missed, failed, _ms, _locked = c.execute(CYCLE_SQL, (run.args.batches[0], cycle_as_of())).fetchone()
                     if missed + failed == 0:
                         break
                     cycle_ms.append((time.perf_counter() - t1) * 1000)
