@@ -3,7 +3,7 @@
 The single-runner lock key itself lives in SQL only (messenger.call_reaper_lock_key(),
 deploy/functions/call_reaper_lock_key.sql): Python sends the expressions below instead of a
 copy of the number, so a test cannot drift from the key the reaper takes.
-bench/bench.py imports this module too (it puts this directory on sys.path).
+The bench imports this module too (bench/common.py puts this directory on sys.path).
 """
 
 from pathlib import Path
