@@ -7,13 +7,13 @@ SELECT has_table('messenger', 'call_sessions', 'messenger.call_sessions exists')
 SELECT columns_are('messenger', 'call_sessions',
     ARRAY['call_id', 'caller_user_id', 'callee_user_id', 'media_type', 'status', 'end_reason',
           'started_at', 'answered_at', 'ended_at', 'updated_at', 'duration_seconds'],
-    'call_sessions has exactly the SPEC columns');
+    'call_sessions has exactly the columns of docs/design.md, "The messenger service''s tables"');
 SELECT col_is_pk('messenger', 'call_sessions', 'call_id', 'call_id is the primary key of call_sessions');
 SELECT has_table('messenger', 'realtime_outbox', 'messenger.realtime_outbox exists');
 SELECT columns_are('messenger', 'realtime_outbox',
     ARRAY['id', 'kind', 'target_kind', 'target_id', 'reference_id', 'payload', 'correlation_id',
           'created_at', 'dispatched_at'],
-    'realtime_outbox has exactly the SPEC columns');
+    'realtime_outbox has exactly the columns of docs/design.md, "The messenger service''s tables"');
 SELECT col_is_pk('messenger', 'realtime_outbox', 'id', 'id is the primary key of realtime_outbox');
 SELECT isnt(pg_catalog.pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass))::text,
             session_user::text, 'the reaper does not own call_sessions: the messenger service does');

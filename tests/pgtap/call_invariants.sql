@@ -1,4 +1,4 @@
--- The database holds the call invariants of SPEC §4, whoever writes the row.
+-- The database holds the call invariants (docs/design.md, "The messenger service's tables"), whoever writes the row.
 BEGIN;
 SELECT plan(7);
 
