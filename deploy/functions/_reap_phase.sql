@@ -206,8 +206,7 @@ BEGIN
     -- Kept only where it saves work: mid-drain, after a drain of c_keep_after calls, or past
     -- many quarantined calls; otherwise no floor (the next cycle walks from the start).
     v_passed := coalesce(v_lanes.floor_passed, 0) + v_n_backlog;
-    IF NOT (v_full OR v_passed >= c_keep_after OR v_lanes.over_quarantine
-            OR (v_lanes.floor_key IS NOT NULL AND v_floor_key = v_lanes.floor_key AND v_floor_id = v_lanes.floor_id)) THEN
+    IF NOT (v_full OR v_passed >= c_keep_after OR v_lanes.over_quarantine) THEN
         v_floor_key := '-infinity';
     END IF;
     PERFORM messenger._reap_save_floor(p_phase, v_floor_key, v_floor_id, v_lanes.floor_key, v_lanes.floor_id,
