@@ -77,6 +77,29 @@ def test_a_held_call_stays_above_the_floor_and_closes_once_released(phase, calls
     assert conn.execute(BELOW_FLOOR, [ids]).fetchone()[0] == 0
 
 
+def test_a_call_written_below_a_kept_floor_waits_for_the_next_vacuum(calls, conn, reaper_paused):
+    """What the floor cannot see, and how long: a drain of 1 000 calls or more keeps its floor
+    (the first idle cycles after it would otherwise walk the drain's dead entries); a call
+    written afterwards with a due key below it is claimed once VACUUM removed those entries
+    (the floor's check of call_sessions' VACUUM count), by the first cycle after that."""
+    as_of = FUTURE + timedelta(days=5)
+    rows = calls.add([ringing(as_of - timedelta(hours=2) + i * timedelta(seconds=1)) for i in range(1200)])
+    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 100, as_of => %s)", [as_of])
+    assert all(r["status"] == "Missed" for r in call_rows(conn, [r["call_id"] for r in rows]).values())
+    passed, swept = conn.execute("SELECT passed, swept FROM messenger.call_reaper_claim_floor"
+                                 " WHERE phase = 'ring_timeout'").fetchone()
+    assert passed >= 1000 and swept, "the drain keeps a swept floor"
+
+    # In the middle of the drained range, below where the drain stopped.
+    late = calls.add([ringing(as_of - timedelta(hours=2) + timedelta(seconds=600.5))])[0]["call_id"]
+    reap(conn, as_of=as_of + timedelta(seconds=15))
+    assert call_rows(conn, [late])[late]["status"] == "Ringing", "below a kept floor the call waits"
+    conn.execute("VACUUM messenger.call_sessions")
+    result = reap(conn, as_of=as_of + timedelta(seconds=30))
+    assert result["missed_count"] == 1 and call_rows(conn, [late])[late]["status"] == "Missed", \
+        "the first cycle after a VACUUM walks from the start and closes it"
+
+
 DRAIN_AS_OF = FUTURE + timedelta(days=3)
 
 BELOW_FLOOR_ALL = BELOW_FLOOR.replace("WHERE s.call_id = ANY(%s)\n       AND ", "WHERE ")
@@ -190,25 +213,3 @@ def test_a_100k_drain_beside_the_product_closes_every_call_once(conn, make_conn,
         conn.execute("DELETE FROM messenger.call_reaper_runs WHERE as_of >= %s", [DRAIN_AS_OF])
         delete_calls(conn, ids)
 
-
-def test_a_call_written_below_a_kept_floor_waits_for_the_next_vacuum(calls, conn, reaper_paused):
-    """What the floor cannot see, and how long: a drain of 1 000 calls or more keeps its floor
-    (the first idle cycles after it would otherwise walk the drain's dead entries); a call
-    written afterwards with a due key below it is claimed once VACUUM removed those entries
-    (the floor's check of call_sessions' VACUUM count), by the first cycle after that."""
-    as_of = FUTURE + timedelta(days=5)
-    rows = calls.add([ringing(as_of - timedelta(hours=2) + i * timedelta(seconds=1)) for i in range(1200)])
-    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 100, as_of => %s)", [as_of])
-    assert all(r["status"] == "Missed" for r in call_rows(conn, [r["call_id"] for r in rows]).values())
-    passed, swept = conn.execute("SELECT passed, swept FROM messenger.call_reaper_claim_floor"
-                                 " WHERE phase = 'ring_timeout'").fetchone()
-    assert passed >= 1000 and swept, "the drain keeps a swept floor"
-
-    # In the middle of the drained range, below where the drain stopped.
-    late = calls.add([ringing(as_of - timedelta(hours=2) + timedelta(seconds=600.5))])[0]["call_id"]
-    reap(conn, as_of=as_of + timedelta(seconds=15))
-    assert call_rows(conn, [late])[late]["status"] == "Ringing", "below a kept floor the call waits"
-    conn.execute("VACUUM messenger.call_sessions")
-    result = reap(conn, as_of=as_of + timedelta(seconds=30))
-    assert result["missed_count"] == 1 and call_rows(conn, [late])[late]["status"] == "Missed", \
-        "the first cycle after a VACUUM walks from the start and closes it"
