@@ -23,6 +23,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
     c_lock_key constant bigint := messenger.call_reaper_lock_key();

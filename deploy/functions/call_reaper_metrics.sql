@@ -26,6 +26,10 @@ BEGIN;
 -- runs as messenger_call_reaper_owner, which already reads those tables for the reaper; it
 -- returns counts only, never a call's row. search_path is pinned and every name qualified.
 -- Read-only, takes no locks beyond AccessShare; safe to call as often as scrapes come.
+-- jit = off: the singleton tables are not analyzed until autovacuum gets to them, and until then
+-- their page counts make the planner estimate about 50 million for this statement, far past the
+-- JIT thresholds: it then spent 1.4 s compiling what runs in a millisecond, past the exporter's
+-- statement timeout (tests/python/test_jit.py).
 CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
@@ -54,6 +58,7 @@ LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 -- The cutoffs are computed once, outside the counts, so each count is planned as one index range
 -- scan whatever the (never analyzed) singleton tables are estimated to hold.

@@ -30,6 +30,7 @@ CREATE OR REPLACE FUNCTION messenger.call_reaper_status(
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     SELECT s.paused, s.polling_interval,

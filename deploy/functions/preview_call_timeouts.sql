@@ -27,6 +27,7 @@ RETURNS TABLE (phase text, call_id uuid, status text, new_status text, end_reaso
                due_at timestamptz, overdue interval, reason text)
 LANGUAGE plpgsql
 STABLE
+SET jit = off
 AS $$
 DECLARE
     c_uuid_max constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;

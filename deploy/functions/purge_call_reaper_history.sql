@@ -28,6 +28,7 @@ RETURNS TABLE (cutoff timestamptz, runs_purged bigint, skipped_runs_folded bigin
                job_run_details_purged bigint)
 LANGUAGE plpgsql
 VOLATILE
+SET jit = off
 AS $$
 BEGIN
     SELECT p.cutoff, p.runs_purged, p.skipped_purged

@@ -54,6 +54,7 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
     RETURN messenger._reap_cycle(reap_call_timeouts.batch_size, reap_call_timeouts.ring_timeout,
