@@ -23,7 +23,7 @@ def show(run: Run, name: str) -> None:
         "SELECT round(total_exec_time::numeric, 1), calls, rows, shared_blks_hit + shared_blks_read,"
         "       left(regexp_replace(query, '\\s+', ' ', 'g'), 110)"
         "  FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
-        " ORDER BY total_exec_time DESC LIMIT 12").fetchall()
+        " ORDER BY total_exec_time DESC LIMIT 30").fetchall()
     print(f"\nProfile of {name} (pg_stat_statements, track=all):")
     print(f"{'total ms':>10} {'calls':>7} {'rows':>8} {'buffers':>9}  query")
     for ms, calls, nrows, bufs, q in rows:
@@ -39,17 +39,18 @@ def _numbered(stmt: str, variables: tuple[str, ...]) -> str:
 
 
 def explain_apply(run: Run, batch: int) -> None:
-    """EXPLAIN (ANALYZE, BUFFERS) of _reap_phase's claim-and-count statement and of
+    """EXPLAIN (ANALYZE, BUFFERS) of _reap_claim_lane's claim-and-count statement and of
     _reap_apply's statement with their generic plans (what the functions run under
     plan_cache_mode = force_generic_plan), one batch of each phase, rolled back."""
     functions = REPO / "deploy" / "functions"
     apply_src = (functions / "_reap_apply.sql").read_text().split("\nRETURN QUERY\n", 1)[1].split("END\n$$", 1)[0]
     apply_sql = _numbered(apply_src.strip().rstrip(";"),
                           ("p_phase", "p_call_ids", "p_started_at", "p_due_at", "p_run_id", "p_as_of"))
-    head, rest = (functions / "_reap_phase.sql").read_text().split(
-        "        WITH claimed AS MATERIALIZED (", 1)[1].split("          INTO v_lane_ids,", 1)
-    claim_sql = _numbered("WITH claimed AS MATERIALIZED (" + head + rest.split("\n", 1)[1].split(";", 1)[0],
-                          ("v_status", "v_lane_lo_id", "v_lane_lo", "v_lane_hi", "v_limit", "v_quarantined", "c_uuid_max"))
+    lane_src = (functions / "_reap_claim_lane.sql").read_text()
+    claim_src = lane_src.split("    WITH claimed AS MATERIALIZED (", 1)[1].split("      FROM bound AS b;", 1)[0]
+    select = claim_src.rsplit("      INTO ids,", 1)[0]
+    claim_sql = _numbered("WITH claimed AS MATERIALIZED (" + select + "      FROM bound AS b",
+                          ("v_status", "p_lo_key", "p_lo_id", "p_hi_key", "p_hi_id", "p_taken", "p_quarantined", "p_limit"))
     # Parameters bound client-side: EXPLAIN EXECUTE cannot infer the types of bind parameters.
     with run.connect(cursor_factory=psycopg.ClientCursor) as c:
         c.execute("SET plan_cache_mode = force_generic_plan")
@@ -64,14 +65,14 @@ def explain_apply(run: Run, batch: int) -> None:
 
 def _explain_phase(c: psycopg.Connection, ph, batch: int, apply_sql: str, claim_sql: str) -> None:
     # A healthy lane's claim-and-count: the whole due range of the phase, nothing quarantined.
-    c.execute(f"PREPARE bench_claim_{ph.phase} (text, uuid, timestamptz, timestamptz, integer, boolean, uuid)"
+    c.execute(f"PREPARE bench_claim_{ph.phase} (text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)"
               " AS " + claim_sql)
-    c.execute("SET LOCAL enable_sort = off")  # _reap_phase's own settings
+    c.execute("SET LOCAL enable_sort = off")  # _reap_claim_lane's own settings
     c.execute("SET LOCAL jit = off")
-    _print(f"_reap_phase's claim-and-count statement, generic plan, {ph.phase}", c.execute(
+    _print(f"_reap_claim_lane's claim-and-count statement, generic plan, {ph.phase}", c.execute(
         f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{ph.phase}"
-        " (%s::text, %s::uuid, '-infinity', %s::timestamptz, %s::integer, false, %s::uuid)",
-        (ph.status, UUID_MAX, ph.cutoff, batch, UUID_MAX)).fetchall())
+        " (%s::text, '-infinity', %s::uuid, %s::timestamptz, %s::uuid, '{}'::uuid[], false, %s::integer)",
+        (ph.status, UUID_MAX, ph.cutoff, UUID_MAX, batch)).fetchall())
     c.execute("SET LOCAL enable_sort = on")  # _reap_apply's
     # The function's constants for the phase: what its DECLARE section sets from p_phase.
     consts = {"v_from": ph.status, "v_to": ph.new_status, "v_end_reason": ph.end_reason,

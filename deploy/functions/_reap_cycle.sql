@@ -135,9 +135,13 @@ BEGIN
     v_idle := v_out.result = 'completed' AND v_out.missed_count + v_out.failed_count + v_out.poisoned_count
               + v_out.skipped_locked_count + v_deferred = 0;
     WITH idle AS (
+        -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
+        -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
+        -- and probed the counters row once per run (pgTAP ledger_fold_cost).
         SELECT r.duration_ms::double precision / 1000 AS seconds
-          FROM messenger.call_reaper_runs AS r, messenger.call_reaper_counters AS c
-         WHERE c.singleton AND r.started_at > c.idle_folded_through AND r.started_at < v_started
+          FROM messenger.call_reaper_runs AS r
+         WHERE r.started_at > (SELECT c.idle_folded_through FROM messenger.call_reaper_counters AS c WHERE c.singleton)
+           AND r.started_at < v_started
            AND r.lock_acquired AND r.result = 'completed'
     ), runs AS (
         SELECT v_seconds AS seconds

@@ -68,9 +68,15 @@ WITH s AS MATERIALIZED (
            st.polling_interval
       FROM messenger.call_reaper_settings AS st
 ), idle AS MATERIALIZED (
+    -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
+    -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
+    -- and probed the counters row once per run. The upper bound excludes nothing; with a bound
+    -- on each side the planner costs a narrow range (one bound alone: a third of the ledger,
+    -- read sequentially). pgTAP ledger_fold_cost.
     SELECT r.duration_ms::double precision / 1000 AS seconds, r.finished_at
-      FROM messenger.call_reaper_runs AS r, messenger.call_reaper_counters AS c
-     WHERE c.singleton AND r.started_at > c.idle_folded_through
+      FROM messenger.call_reaper_runs AS r
+     WHERE r.started_at > (SELECT c.idle_folded_through FROM messenger.call_reaper_counters AS c WHERE c.singleton)
+       AND r.started_at < 'infinity'
        AND r.lock_acquired AND r.result = 'completed'
 )
 SELECT k.runs_completed + (SELECT count(*) FROM idle),
