@@ -52,9 +52,10 @@ CREATE TEMP TABLE busy AS SELECT * FROM messenger.reap_call_timeouts(as_of => '2
 SELECT pg_temp.snapshot('cycle after');
 
 CREATE TEMP TABLE delta AS
-SELECT (SELECT a.blocks - b.blocks FROM cost a, cost b WHERE a.label = 'scrape after' AND b.label = 'scrape before') AS scrape_blocks,
-       (SELECT a.blocks - b.blocks FROM cost a, cost b WHERE a.label = 'analyzed after' AND b.label = 'analyzed before') AS analyzed_blocks,
-       (SELECT a.blocks - b.blocks FROM cost a, cost b WHERE a.label = 'cycle after' AND b.label = 'cycle before') AS cycle_blocks;
+SELECT (sum(c.blocks) FILTER (WHERE c.label = 'scrape after') - sum(c.blocks) FILTER (WHERE c.label = 'scrape before'))::bigint AS scrape_blocks,
+       (sum(c.blocks) FILTER (WHERE c.label = 'analyzed after') - sum(c.blocks) FILTER (WHERE c.label = 'analyzed before'))::bigint AS analyzed_blocks,
+       (sum(c.blocks) FILTER (WHERE c.label = 'cycle after') - sum(c.blocks) FILTER (WHERE c.label = 'cycle before'))::bigint AS cycle_blocks
+  FROM cost AS c;
 SELECT diag(format('ledger and counters buffers beside 40 000 runs: a scrape %s (%s once analyzed), a busy cycle %s',
                    scrape_blocks, analyzed_blocks, cycle_blocks)) FROM delta;
 
