@@ -1,5 +1,8 @@
 """The product beside the reaper: clients running live calls' statements at a fixed rate, alone
-and during a drain, with a sampler of the waits on the reaper's locks."""
+and during a drain, with a sampler of the waits on the reaper's locks. A last run beside a drain
+by the batched bound (the same claims and closes with no bookkeeping) is the control: on a
+machine whose cores the drain and the clients share, it tells the reaper's own share of the
+slowdown from what any drain at full speed costs the product."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import uuid
 
 import psycopg
 import seed
+import statements as st
 from common import AS_OF, CYCLE_SQL, RECENT, Run, cycle_as_of, log
 from phases import by_status
 
@@ -93,7 +97,8 @@ def lock_sampler(run: Run, stop: threading.Event, reaper: dict, waits: dict, oth
             time.sleep(run.args.sample_ms / 1000)
 
 
-def product_run(run: Run, label: str, drain: bool, pause_ms: float = 0.0) -> dict:
+def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0) -> dict:
+    """drain: None (the product alone), "reaper", or "batched-bound" (the control)."""
     seed.reset_backlog(run)
     stop = threading.Event()
     lat: dict[str, list[float]] = {k: [] for k in ("new", "answer", "heartbeat", "end", "late_hangup")}
@@ -113,12 +118,17 @@ def product_run(run: Run, label: str, drain: bool, pause_ms: float = 0.0) -> dic
             v.clear()
         t0 = time.perf_counter()
         if drain:
+            bare = st.close_and_push(run.phases, batched=True)
             with run.connect(autocommit=True) as c:
                 reaper["pid"] = c.info.backend_pid
                 while True:
                     t1 = time.perf_counter()
-                    missed, failed, _ms, _locked = c.execute(CYCLE_SQL, (run.args.batches[0], cycle_as_of())).fetchone()
-                    if missed + failed == 0:
+                    if drain == "reaper":
+                        missed, failed, _ms, _locked = c.execute(CYCLE_SQL, (run.args.batches[0], cycle_as_of())).fetchone()
+                        closed = missed + failed
+                    else:
+                        closed = c.execute(bare, st.params(run.phases, run.args.batches[0])).fetchone()[0]
+                    if closed == 0:
                         break
                     cycle_ms.append((time.perf_counter() - t1) * 1000)
                     if pause_ms:
@@ -154,10 +164,14 @@ def product_run(run: Run, label: str, drain: bool, pause_ms: float = 0.0) -> dic
 
 def run_product(run: Run) -> dict[str, dict]:
     b0, pause = run.args.batches[0], run.args.drain_pause_ms
-    plan = [("alone", False, 0.0), (f"during a {run.args.backlog:,}-call drain at batch {b0}", True, 0.0)]
+    plan = [("alone", None, 0.0), (f"during a {run.args.backlog:,}-call drain at batch {b0}", "reaper", 0.0)]
     if pause:
-        plan.append((f"during a drain pausing {pause:g} ms between cycles", True, pause))
+        plan.append((f"during a drain pausing {pause:g} ms between cycles", "reaper", pause))
+    plan.append((CONTROL.format(b0=b0), "batched-bound", 0.0))
     return {label: product_run(run, label, drain, pause_ms) for label, drain, pause_ms in plan}
+
+
+CONTROL = "control: during a drain by batched-bound@{b0}"
 
 
 def measured(product: dict[str, dict]) -> tuple[dict, list]:
@@ -173,7 +187,9 @@ def measured(product: dict[str, dict]) -> tuple[dict, list]:
                           f" {during['wait_total_ms']:.0f} ms in all; longest cycle {during['cycle_max_ms'] or 0:.1f} ms")),
     }
     figures = []
-    if len(runs) > 2:
-        label = list(product)[2]
-        figures.append((f"product live-call p99 {label} / alone", f"{runs[2]['live_p99'] / alone['live_p99']:.2f}x"))
+    for label, r in list(product.items())[2:]:
+        figures.append((f"product live-call p99 {label} / alone", f"{r['live_p99'] / alone['live_p99']:.2f}x"))
+        if label.startswith("control"):
+            figures.append(("product live-call p99 during the reaper's drain / during the control's",
+                            f"{during['live_p99'] / r['live_p99']:.2f}x"))
     return values, figures
