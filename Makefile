@@ -2,7 +2,7 @@
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
 #   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
 #               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
-#   make check  the fast tier (about 40 s on 2 cores): the Sqitch plan + README test map lint,
+#   make check  the fast tier (about 30 s on 2 cores): the Sqitch plan + README test map lint,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
