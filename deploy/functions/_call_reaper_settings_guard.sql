@@ -13,13 +13,15 @@ BEGIN;
 --   - polling_interval must be a whole number of seconds dividing 60: the job runs one cycle at
 --     each tick of the minute (pg_cron 1.4 has no sub-minute schedule), and ticks only line up
 --     with the minute for such a value. Refused when set, not found by a failing job.
+--   - No option may be NULL: the column's NOT NULL constraint is checked only after this
+--     trigger, with 23502 and the whole row in its DETAIL; a bad setting is 22023 like any other.
 --   Any refusal raises SQLSTATE 22023 naming the option; the statement changes nothing.
 -- On pg_cron 1.5+ the job runs on a native '<n> seconds' schedule, so an UPDATE that changes
 -- polling_interval reschedules the job in the same transaction (cron.alter_job: the updating
 -- role must be a superuser or own the job, as for any change to it). On 1.4 the job re-reads
 -- the setting at every minute's CALL and nothing is rescheduled.
 -- Not SECURITY DEFINER: it runs as the role that changes the settings.
-CREATE FUNCTION messenger._call_reaper_settings_guard()
+CREATE OR REPLACE FUNCTION messenger._call_reaper_settings_guard()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -28,10 +30,23 @@ DECLARE
     v_seconds numeric;
     v_version integer[];
     v_jobid   bigint;
+    v_null    text;
 BEGIN
     IF TG_OP IN ('DELETE', 'TRUNCATE') THEN
         RAISE EXCEPTION 'messenger.call_reaper_settings must keep its one row'
             USING ERRCODE = '55000', HINT = 'UPDATE the option instead.';
+    END IF;
+    -- Every column, so an option added later is covered without a change here.
+    SELECT a.attname::text INTO v_null
+      FROM pg_catalog.jsonb_each(pg_catalog.to_jsonb(NEW)) AS j
+      JOIN pg_catalog.pg_attribute AS a ON a.attrelid = TG_RELID AND a.attname = j.key
+     WHERE j.value = 'null'::jsonb
+     ORDER BY a.attnum
+     LIMIT 1;
+    IF v_null IS NOT NULL THEN
+        RAISE EXCEPTION '% must not be NULL', v_null
+            USING ERRCODE = '22023',
+                  HINT = pg_catalog.format('Set a value, or the default: UPDATE messenger.call_reaper_settings SET %I = DEFAULT.', v_null);
     END IF;
     PERFORM messenger._check_reaper_options(NEW.batch_size, NEW.ring_timeout, NEW.stale_timeout);
     PERFORM messenger._check_reaper_duration('polling_interval', NEW.polling_interval,

@@ -11,6 +11,17 @@ BEGIN;
 -- ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
 -- folds it into messenger.call_reaper_counters (any busy cycle, or an idle one an hour after the
 -- last fold), so an idle cycle writes one row's worth of WAL.
+-- Who may steer it: every entry point (reap_call_timeouts, run_call_reaper_ticks, the drain, the
+-- Patroni callback) comes through here, so the rule is kept here once. A caller that is not an
+-- operator (a member of messenger_call_reaper_operator: the deploying role, a DBA it granted the
+-- role to, a superuser) runs only the configured cycle: any batch size, timeout or as_of raises
+-- 42501, and while the reaper is paused it closes nothing (result 'paused', no ledger row, no
+-- lock taken). The job role is such a caller: its credential, in pg_cron or in every replica of
+-- an app-side loop, cannot close live calls early or run through a pause. p_after_run is not an
+-- override: without an as_of the cycle's as_of is the clock, always later than a floor's, so
+-- the floor is checked as for any cycle. The caller is the session's role (SET ROLE, else the
+-- login): inside a SECURITY DEFINER routine current_user is the owner, and the role GUC and
+-- session_user are what the session itself chose.
 -- SECURITY DEFINER like the reaper: the job role runs it through run_call_reaper_ticks.
 CREATE OR REPLACE FUNCTION messenger._reap_cycle(
     p_batch_size    integer,
@@ -44,8 +55,30 @@ DECLARE
     v_subxacts integer;
     v_deferred integer := 0;
     v_idle     boolean;
+    v_caller   text;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
+    v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
+    IF NOT pg_catalog.pg_has_role(v_caller, 'messenger_call_reaper_operator', 'USAGE') THEN
+        IF p_batch_size IS NOT NULL OR p_ring_timeout IS NOT NULL OR p_stale_timeout IS NOT NULL
+           OR p_as_of IS NOT NULL THEN
+            RAISE EXCEPTION 'role % may run only the configured reaper cycle: batch_size, ring_timeout, stale_timeout and as_of are operator arguments', v_caller
+                USING ERRCODE = '42501',
+                      HINT = 'Run messenger.reap_call_timeouts() with no arguments, or run the DBA verbs (reap_call_timeouts(...), run_call_reaper_ticks(as_of => ...), drain_call_timeouts(...)) as the deploying role or a member of messenger_call_reaper_operator.';
+        END IF;
+        IF v_settings.paused THEN
+            v_out.lock_acquired := false;
+            v_out.missed_count := 0;
+            v_out.failed_count := 0;
+            v_out.skipped_locked_count := 0;
+            v_out.poisoned_count := 0;
+            v_out.as_of := v_started;
+            v_out.result := 'paused';
+            v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
+            RAISE LOG 'call_reaper event=cycle_skipped reason=paused role=%', v_caller;
+            RETURN v_out;
+        END IF;
+    END IF;
     v_batch := coalesce(p_batch_size, v_settings.batch_size);
     v_ring  := coalesce(p_ring_timeout, v_settings.ring_timeout);
     v_stale := coalesce(p_stale_timeout, v_settings.stale_timeout);
@@ -183,7 +216,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) IS
-    'Private: one reaper cycle (messenger.reap_call_timeouts), optionally the next cycle of a drain or catch-up loop.';
+    'Private: one reaper cycle (messenger.reap_call_timeouts), optionally the next cycle of a drain or catch-up loop. Arguments, and a cycle while paused, are for members of messenger_call_reaper_operator (42501 / result paused otherwise).';
 REVOKE ALL ON FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

@@ -1,7 +1,4 @@
 -- Revert call_timeout_reaper:functions/_reap_cycle from pg
+-- Back to the v1.1.0 routine (same signature): its own deploy script replaces this one.
 
-BEGIN;
-
-DROP FUNCTION IF EXISTS messenger._reap_cycle(integer, interval, interval, timestamptz, uuid);
-
-COMMIT;
+\ir ../../deploy/functions/_reap_cycle@v1.1.0.sql

@@ -79,7 +79,17 @@ SELECT bag_eq(
       ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper'),
       ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper'),
       ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper'),
-      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_monitor')$$,
+      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_monitor'),
+      ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper_operator'),
+      ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
+      ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper_operator'),
+      ('messenger.drain_call_timeouts(integer,integer,interval,interval,timestamp with time zone,integer,bigint,bigint)', 'messenger_call_reaper_operator'),
+      ('messenger.preview_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
+      ('messenger.pause_call_reaper()', 'messenger_call_reaper_operator'),
+      ('messenger.resume_call_reaper()', 'messenger_call_reaper_operator'),
+      ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
+      ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_operator'),
+      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_operator')$$,
     'who may execute routines of messenger, beside their owners: nobody else');
 
 -- Tables and sequences: every table of the reaper is the deployer's (an owner holds every
@@ -119,8 +129,13 @@ SELECT bag_eq(
       ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'SELECT'),
       ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'INSERT'),
       ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'UPDATE'),
-      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'DELETE')$$,
-    'table grants in messenger: the owner role''s, nothing for the job or monitor role or PUBLIC');
+      ('call_reaper_claim_floor', 'messenger_call_reaper_owner', 'DELETE'),
+      ('call_reaper_settings', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_runs', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_lock_takeovers', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'DELETE')$$,
+    'table grants in messenger: the owner role''s and the operator''s reads, nothing on a product table for the job, monitor or operator role, nothing for PUBLIC');
 -- Columns: the owner role updates only a closed call's transition columns; the job role reads
 -- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch).
 SELECT bag_eq(
@@ -137,8 +152,9 @@ SELECT bag_eq(
       ('call_sessions', 'duration_seconds', 'messenger_call_reaper_owner', 'UPDATE'),
       ('call_reaper_settings', 'polling_interval', 'messenger_call_reaper', 'SELECT'),
       ('call_reaper_settings', 'paused', 'messenger_call_reaper', 'SELECT'),
-      ('call_reaper_settings', 'batch_size', 'messenger_call_reaper', 'SELECT')$$,
-    'column grants in messenger: the owner role''s transition columns, the job role''s three settings');
+      ('call_reaper_settings', 'batch_size', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_settings', 'paused', 'messenger_call_reaper_operator', 'UPDATE')$$,
+    'column grants in messenger: the owner role''s transition columns, the job role''s three settings, the operator''s pause flag');
 
 SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
                  WHERE r.rolname LIKE 'messenger\_call\_reaper%'
@@ -150,8 +166,8 @@ SELECT bag_eq(
        WHERE n.nspname = 'messenger' AND a.grantee <> n.nspowner
          AND a.grantee NOT IN (SELECT oid FROM product_role)$$,
     $$VALUES ('messenger_call_reaper', 'USAGE'), ('messenger_call_reaper_owner', 'USAGE'),
-             ('messenger_call_reaper_monitor', 'USAGE')$$,
-    'schema messenger: USAGE for the three reaper roles, CREATE for none of them');
+             ('messenger_call_reaper_monitor', 'USAGE'), ('messenger_call_reaper_operator', 'USAGE')$$,
+    'schema messenger: USAGE for the four reaper roles, CREATE for none of them');
 
 -- Roles: none is privileged or a member of anything; the job role logs in (pg_cron background
 -- workers need that on PostgreSQL 15) and bounds a cycle (30 s) and an idle lock holder
@@ -167,7 +183,8 @@ SELECT bag_eq(
               || CASE WHEN current_setting('server_version_num')::integer >= 170000
                       THEN ARRAY['transaction_timeout=1min'] ELSE '{}' END),
              ('messenger_call_reaper_owner', false, false, 0, '{}'::text[]),
-             ('messenger_call_reaper_monitor', true, false, 0, '{}'::text[])$$,
+             ('messenger_call_reaper_monitor', true, false, 0, '{}'::text[]),
+             ('messenger_call_reaper_operator', false, false, 0, '{}'::text[])$$,
     'the reaper''s roles: login, no privileged attribute, no membership, their settings');
 
 -- pg_cron: the reaper job runs as the job role, which cannot reach schema cron (it could

@@ -1,7 +1,7 @@
 -- Options are validated when set (SQLSTATE 22023, never stored) and omitted arguments take the
 -- configured values.
 BEGIN;
-SELECT plan(9);
+SELECT plan(11);
 
 SELECT results_eq(
     'SELECT batch_size, ring_timeout, stale_timeout, polling_interval, lock_ttl FROM messenger.call_reaper_settings',
@@ -19,6 +19,25 @@ SELECT is((SELECT batch_size FROM messenger.call_reaper_settings), 200,
           'a refused update is not half-applied');
 SELECT throws_ok('DELETE FROM messenger.call_reaper_settings', '55000', NULL,
     'the settings row cannot be deleted');
+
+-- A NULL is a bad setting like any other: 22023 naming the column, before NOT NULL's 23502.
+CREATE FUNCTION pg_temp.null_refusal(p_column name) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('UPDATE messenger.call_reaper_settings SET %I = NULL', p_column);
+    RETURN 'stored';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ' ' || SQLERRM;
+END
+$$;
+SELECT is(ARRAY(SELECT a.attname || ': ' || pg_temp.null_refusal(a.attname)
+                  FROM pg_attribute AS a
+                 WHERE a.attrelid = 'messenger.call_reaper_settings'::regclass AND a.attnum > 0
+                   AND NOT a.attisdropped
+                   AND pg_temp.null_refusal(a.attname) <> '22023 ' || a.attname || ' must not be NULL'
+                 ORDER BY a.attnum),
+          '{}'::text[], 'every setting set to NULL is refused with 22023 naming it');
+SELECT throws_ok($$UPDATE messenger.call_reaper_settings SET batch_size = 500, retention = NULL$$, '22023',
+    'retention must not be NULL', 'a NULL beside a good value refuses the whole update, naming the NULL');
 
 -- Configured values are what NULL arguments mean.
 UPDATE messenger.call_reaper_settings SET batch_size = 1, ring_timeout = '10 seconds';

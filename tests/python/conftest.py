@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from reaper_facts import JOB_NAME, LOCK_KEY_SQL
 from reaper_facts import MONITOR_ROLE as MONITOR
+from reaper_facts import OPERATOR_ROLE as OPERATOR
 
 
 def _describe(dsn: str) -> str:
@@ -86,6 +87,44 @@ def make_conn(dsn: str) -> Iterator[Callable[..., psycopg.Connection]]:
     yield make
     for connection in opened:
         connection.close()
+
+
+# ---- Real logins as a role (role attributes and pg_hba as a client meets them) ----
+
+@pytest.fixture
+def login(conn, dsn):
+    """login(role): a real connection as `role`, with a password that lives for this test."""
+    changed = []
+
+    def connect(role):
+        password = secrets.token_urlsafe(24)
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role),
+                                                                 sql.Literal(password)))
+        changed.append(role)
+        params = conninfo_to_dict(dsn)
+        params.update(user=role, password=password)
+        if not params.get("host"):
+            params["host"] = "localhost"  # password auth; the Unix socket may be peer-only
+        return psycopg.connect(**params, autocommit=True)
+
+    yield connect
+    for role in changed:
+        if conn.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", [role]).fetchone():
+            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(role)))
+
+
+@pytest.fixture
+def operator_login(conn, login):
+    """A DBA's own login that was granted the operator role and nothing else."""
+    name = f"reaper_test_dba_{secrets.token_hex(4)}"
+    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+    conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(OPERATOR), sql.Identifier(name)))
+    try:
+        with login(name) as dba:
+            yield dba
+    finally:
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
 
 
 # ---- Multi-connection reaper tests: calls made by a test, deleted after it ----

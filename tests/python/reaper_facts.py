@@ -22,6 +22,7 @@ WARDEN_JOB_NAME = "messenger-call-reaper-warden"
 JOB_ROLE = "messenger_call_reaper"
 OWNER_ROLE = "messenger_call_reaper_owner"
 MONITOR_ROLE = "messenger_call_reaper_monitor"
+OPERATOR_ROLE = "messenger_call_reaper_operator"
 
 
 def server_settings() -> dict[str, str]:

@@ -14,8 +14,7 @@ import uuid
 
 import pytest
 import reaper_support
-from reaper_facts import JOB_ROLE as REAPER_ROLE
-from reaper_facts import LOCK_KEY_SQL
+from reaper_facts import LOCK_KEY_SQL, OPERATOR_ROLE
 
 BATCH = 10
 FUTURE = reaper_support.FUTURE
@@ -36,13 +35,14 @@ def _backlog(calls: reaper_support.Calls, ringing: int, answered: int) -> list[u
     return calls.ids
 
 
-def _tick_as_job(make_conn, *, statement_timeout: str | None = None) -> list[tuple]:
-    """One tick at AS_OF as the job role (SET ROLE: its EXECUTE and column grants apply).
+def _tick_as_operator(make_conn, *, statement_timeout: str | None = None) -> list[tuple]:
+    """One tick at AS_OF as the operator role (SET ROLE: its EXECUTE and column grants apply;
+    the job role itself may not pass as_of, test_job_credential.py).
 
     Returns the ledger rows (result, missed, failed) of the cycles that tick ran, in order."""
     job = make_conn()
     since = job.execute("SELECT clock_timestamp()").fetchone()[0]
-    job.execute(f"SET ROLE {REAPER_ROLE}")
+    job.execute(f"SET ROLE {OPERATOR_ROLE}")
     if statement_timeout is not None:
         job.execute("SELECT set_config('statement_timeout', %s, false)", (statement_timeout,))
     job.execute("CALL messenger.run_call_reaper_ticks(as_of => %s)", (AS_OF,))
@@ -60,7 +60,7 @@ def _active(conn, ids) -> int:
 
 def test_one_tick_catches_up_a_backlog_of_several_batches(conn, make_conn, reaper_paused, small_batch, calls):
     ids = _backlog(calls, ringing=25, answered=23)
-    runs = _tick_as_job(make_conn)
+    runs = _tick_as_operator(make_conn)
     # Full, full, then 5 + 3: less than a full batch in both phases ends the catch-up.
     assert runs == [("completed", 10, 10), ("completed", 10, 10), ("completed", 5, 3)]
     assert _active(conn, ids) == 0
@@ -79,7 +79,7 @@ def test_one_tick_catches_up_a_backlog_of_several_batches(conn, make_conn, reape
 def test_a_tick_that_is_not_behind_runs_no_extra_cycle(conn, make_conn, reaper_paused, small_batch, calls,
                                                        ringing, expected):
     ids = _backlog(calls, ringing=ringing, answered=0)
-    assert _tick_as_job(make_conn) == expected
+    assert _tick_as_operator(make_conn) == expected
     assert _active(conn, ids) == 0
 
 
@@ -87,9 +87,9 @@ def test_catch_up_stops_when_the_calls_budget_is_nearly_spent(conn, make_conn, r
     # statement_timeout below the 5 s reserve a catch-up cycle needs: the tick's own cycle runs
     # (it always does), no catch-up; the next tick takes the rest.
     ids = _backlog(calls, ringing=25, answered=0)
-    assert _tick_as_job(make_conn, statement_timeout="4s") == [("completed", 10, 0)]
+    assert _tick_as_operator(make_conn, statement_timeout="4s") == [("completed", 10, 0)]
     assert _active(conn, ids) == 15
-    _tick_as_job(make_conn)
+    _tick_as_operator(make_conn)
     assert _active(conn, ids) == 0
     assert reaper_support.assert_all_or_nothing(conn, ids) == (25, 25)
 
@@ -100,7 +100,7 @@ def test_a_skipped_cycle_ends_the_catch_up(conn, make_conn, reaper_paused, small
     holder = make_conn(autocommit=False)
     holder.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY_SQL})")
     try:
-        runs = _tick_as_job(make_conn)
+        runs = _tick_as_operator(make_conn)
     finally:
         holder.rollback()
     assert runs == [("skipped", 0, 0)]

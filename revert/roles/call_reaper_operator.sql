@@ -1,0 +1,34 @@
+-- Revert call_timeout_reaper:roles/call_reaper_operator from pg
+-- Roles are cluster-wide. Dropped only when the deploy into THIS database created it (the
+-- marker in its comment, see deploy): a role that existed before was adopted and is kept, with
+-- only this deploy's grant revoked (the rest went with the objects already reverted). DROP
+-- OWNED BY acts on this database only; a role still used by another database is kept.
+
+BEGIN;
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_call_reaper_operator') THEN
+        RETURN;
+    END IF;
+    IF pg_catalog.strpos(
+           coalesce(pg_catalog.shobj_description(
+                        (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname = 'messenger_call_reaper_operator'),
+                        'pg_authid'), ''),
+           'Created by the call_timeout_reaper deploy in database ' || pg_catalog.current_database() || '.') > 0 THEN
+        DROP OWNED BY messenger_call_reaper_operator;
+        BEGIN
+            DROP ROLE messenger_call_reaper_operator;
+        EXCEPTION WHEN dependent_objects_still_exist THEN
+            RAISE WARNING 'role messenger_call_reaper_operator kept: another database still uses it (%)', SQLERRM;
+        END;
+    ELSE
+        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL THEN
+            REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper_operator;
+        END IF;
+        RAISE NOTICE 'role messenger_call_reaper_operator kept: it existed before this deploy';
+    END IF;
+END
+$$;
+
+COMMIT;
