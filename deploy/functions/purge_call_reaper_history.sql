@@ -21,6 +21,11 @@ BEGIN;
 -- role only its own run details. A superuser deployer bypasses it, so the explicit filter keeps
 -- the delete to the reaper's rows; a deployer that is not one (managed PostgreSQL) purges only
 -- its own jobs' rows, and the job role's stay (docs/managed-postgresql.md).
+-- Owned by the deployer, with a pinned search_path: the deployer's own pg_cron job runs it with
+-- the deployer's rights (a superuser on a self-managed server), so it must not belong to a role
+-- the deploy created (messenger_call_reaper_owner could otherwise CREATE OR REPLACE it), and a
+-- search_path of the session must not redirect a name in it. What it calls with more than the
+-- caller's rights (_purge_call_reaper_runs) is SECURITY DEFINER and runs as that owner only.
 CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
     as_of      timestamptz DEFAULT NULL,
     batch_size integer     DEFAULT 10000)
@@ -28,6 +33,7 @@ RETURNS TABLE (cutoff timestamptz, runs_purged bigint, skipped_runs_folded bigin
                job_run_details_purged bigint)
 LANGUAGE plpgsql
 VOLATILE
+SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
@@ -63,10 +69,7 @@ COMMENT ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) IS
 $$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper's cron.job_run_details. Runs hourly from the deployer's pg_cron job messenger-call-reaper-purge. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
 
 REVOKE ALL ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) FROM PUBLIC;
--- The new owner must be able to create in the schema, which the owner role may not: a grant
--- for this statement only (a superuser deployer needs none; no other session sees it).
-GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) OWNER TO messenger_call_reaper_owner;
-REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+-- CREATE OR REPLACE keeps the released owner (the owner role): hand it back to the deployer.
+ALTER FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) OWNER TO CURRENT_USER;
 
 COMMIT;

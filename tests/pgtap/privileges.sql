@@ -5,7 +5,7 @@
 -- here). What needs a real login as a role (denials, pg_hba, search_path attacks) is in
 -- tests/python/test_security.py.
 BEGIN;
-SELECT plan(12);
+SELECT plan(13);
 
 CREATE TEMP VIEW who (oid, name) AS
 SELECT r.oid, CASE WHEN r.rolname = session_user THEN 'deployer' ELSE r.rolname::text END
@@ -48,7 +48,7 @@ SELECT bag_eq(
       ('messenger.drain_call_timeouts(integer,integer,interval,interval,timestamp with time zone,integer,bigint,bigint)', 'deployer', false, false),
       ('messenger.pause_call_reaper()', 'deployer', false, true),
       ('messenger.preview_call_timeouts(integer,interval,interval,timestamp with time zone)', 'deployer', false, false),
-      ('messenger.purge_call_reaper_history(timestamp with time zone,integer)', 'messenger_call_reaper_owner', false, false),
+      ('messenger.purge_call_reaper_history(timestamp with time zone,integer)', 'deployer', false, true),
       ('messenger.reap_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_owner', true, true),
       ('messenger.resume_call_reaper()', 'deployer', false, true),
       ('messenger.run_call_reaper_ticks(timestamp with time zone)', 'messenger_call_reaper_owner', false, false),
@@ -59,6 +59,17 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
                  WHERE p.pronamespace = 'messenger'::regnamespace AND p.prosecdef
                    AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)),
           '{}'::text[], 'every SECURITY DEFINER routine pins search_path to pg_catalog, pg_temp');
+
+-- The deployer's pg_cron jobs run these with the deployer's rights (a superuser on a
+-- self-managed server): none may belong to a role the deploy created, which could replace it,
+-- and every one pins its search_path except the procedure that must COMMIT.
+SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
+                 WHERE p.oid IN ('messenger.purge_call_reaper_history(timestamptz, integer)'::regprocedure,
+                                 'messenger.run_call_reaper_warden()'::regprocedure,
+                                 'messenger._end_stale_call_reaper_lock()'::regprocedure)
+                   AND (p.proowner <> (SELECT oid FROM pg_roles WHERE rolname = session_user)
+                        OR (p.prokind = 'f' AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)))),
+          '{}'::text[], 'what the deployer''s jobs run is the deployer''s own, search_path pinned');
 
 -- EXECUTE beside the owner's own: PUBLIC only on the five inlined pure functions (every writer
 -- of call_sessions evaluates call_due_key through ix_call_due; the lock key, the phase rule and
