@@ -36,6 +36,10 @@ SERVER_OPTIONS := $(shell sed -n 's/^\([a-z_.]*\) *= *\([^ \#]*\).*/-o \1=\2/p' 
 # -t keeps the cluster in a temp dir even as root: a killed run then leaves nothing in
 # /etc/postgresql that would make the next pg_virtualenv refuse to start.
 PG_VIRTUALENV := pg_virtualenv -t -v 15 $(SERVER_OPTIONS)
+# pg_cron in libpq mode (its default, fixed on Azure): jobs connect to cron.host as their own
+# user; here the server's Unix socket directory (pg_virtualenv's), where tests/libpq adds the
+# README's peer rule for the job role.
+PG_VIRTUALENV_LIBPQ := $(PG_VIRTUALENV) -o cron.use_background_workers=off -o cron.host=/var/run/postgresql
 
 .PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test
 
@@ -67,6 +71,7 @@ $(STAMP): requirements-dev.txt pyproject.toml
 # pg_cron suite, whose pytest summary closes the run.
 test: deps alerts-test
 	scripts/test-versions
+	$(PG_VIRTUALENV_LIBPQ) env SUITE=libpq scripts/test-in-cluster
 	$(PG_VIRTUALENV) scripts/test-in-cluster
 
 # The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster

@@ -1,0 +1,123 @@
+"""pg_cron in libpq mode (cron.use_background_workers = off, pg_cron's default and what Azure
+fixes): every job connects over libpq to cron.host as its own user, so the job role needs an
+authentication rule, and a job that cannot connect must be loud, not silently scheduled.
+
+scripts/test-in-cluster runs this file (SUITE=libpq) in a cluster of its own started with
+cron.use_background_workers = off and cron.host = the server's socket directory, with the
+reaper deployed and no rule for the job role yet. In order:
+1. without a rule, the reaper's job fails on every run ('connection failed') and a due call
+   stays Ringing;
+2. with the documented rule (README "Server settings": a peer map from the server's OS user to
+   messenger_call_reaper on the socket), the scheduled job closes the due call with its push
+   and the deployer's warden job runs.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from reaper_facts import JOB_NAME, JOB_ROLE, WARDEN_JOB_NAME
+from reaper_support import (
+    Calls,
+    assert_all_or_nothing,
+    call_rows,
+    delete_calls,
+    ringing,
+)
+
+DB = "messenger"
+MINUTE_AND_A_TICK = 80.0    # pg_cron 1.4 starts the job at each minute; 1.5+ every 15 s
+
+
+def wait_for(conn, query: str, args: list, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        row = conn.execute(query, args).fetchone()
+        if row and row[0]:
+            return row
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:.0f} s", pytrace=False)
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def conn():
+    with psycopg.connect("", dbname=DB, autocommit=True) as c:
+        settings = dict(c.execute(
+            "SELECT name, setting FROM pg_settings WHERE name IN ('cron.use_background_workers', 'cron.host')"))
+        assert settings.get("cron.use_background_workers") == "off", \
+            "run me in a cluster with cron.use_background_workers = off (scripts/test-in-cluster SUITE=libpq)"
+        c.execute("SELECT messenger.resume_call_reaper()")
+        yield c
+
+
+@pytest.fixture(scope="module")
+def due_call(conn):
+    calls = Calls(conn)
+    start = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    (call,) = calls.add([ringing(start - timedelta(minutes=5))])
+    yield call
+    delete_calls(conn, calls.ids)
+
+
+def last_run(conn) -> int:
+    """Runs are told apart by runid: a run that never connected has no start_time."""
+    return conn.execute("SELECT coalesce(max(runid), 0) FROM cron.job_run_details").fetchone()[0]
+
+
+def runs_since(conn, job: str, since: int, status: str) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+        " WHERE j.jobname = %s AND d.runid > %s AND d.status = %s", [job, since, status]).fetchone()[0]
+
+
+def test_without_a_rule_the_job_role_cannot_connect_and_nothing_is_closed(conn, due_call):
+    since = last_run(conn)
+    (message,) = wait_for(
+        conn,
+        "SELECT max(d.return_message) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+        " WHERE j.jobname = %s AND d.runid > %s AND d.status = 'failed'",
+        [JOB_NAME, since], MINUTE_AND_A_TICK, f"a failed run of {JOB_NAME}")
+    assert "connection failed" in message
+    assert runs_since(conn, JOB_NAME, since, "succeeded") == 0
+    assert call_rows(conn, [due_call["call_id"]])[due_call["call_id"]]["status"] == "Ringing"
+
+
+@pytest.fixture
+def peer_rule(conn):
+    """The README's rule: the server's OS user may log in as the job role on the socket."""
+    hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
+    ident = Path(conn.execute("SHOW ident_file").fetchone()[0])
+    data = conn.execute("SHOW data_directory").fetchone()[0]
+    os_user = pwd.getpwuid(os.stat(data).st_uid).pw_name
+    saved = hba.read_text(), ident.read_text()
+    hba.write_text(f"local {DB} {JOB_ROLE} peer map=call_reaper\n" + saved[0])
+    ident.write_text(saved[1] + f"\ncall_reaper {os_user} {JOB_ROLE}\n")
+    assert conn.execute("SELECT pg_reload_conf()").fetchone()[0]
+    yield
+    hba.write_text(saved[0])
+    ident.write_text(saved[1])
+    conn.execute("SELECT pg_reload_conf()")
+
+
+def test_with_the_documented_rule_the_job_closes_due_calls_and_the_warden_runs(conn, due_call, peer_rule):
+    since = last_run(conn)
+    wait_for(conn, "SELECT status = 'Missed' FROM messenger.call_sessions WHERE call_id = %s",
+             [due_call["call_id"]], MINUTE_AND_A_TICK, "the scheduled job closing the due call")
+    assert assert_all_or_nothing(conn, [due_call["call_id"]]) == (1, 1)
+    assert runs_since(conn, JOB_NAME, since, "failed") == 0
+    # The warden's CALL lasts its whole minute; one started since the rule is running or done.
+    wait_for(conn,
+             "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+             " WHERE j.jobname = %s AND d.runid > %s AND d.status IN ('running', 'succeeded')",
+             [WARDEN_JOB_NAME, since], MINUTE_AND_A_TICK, f"a run of {WARDEN_JOB_NAME}")
+    assert runs_since(conn, WARDEN_JOB_NAME, since, "failed") == 0
