@@ -340,6 +340,7 @@ def test_a_proxy_that_stops_forwarding_mid_cycle_is_given_up_and_the_next_connec
         connected, _ = loop.wait_for(r"^event=connected host=127.0.0.1 .* statement_timeout_s=2$")
         loop.wait_for(r"^event=cycle result=completed ", after=connected)
         proxy.armed.set()
+        armed = time.monotonic()
         insert_due(product)
         stalled, _ = loop.wait_for(r"^event=error error=Stalled sqlstate=- message='no answer within "
                                    r"statement_timeout \+ 5 s: connection abandoned' reconnect_in_s=0$",
@@ -347,6 +348,8 @@ def test_a_proxy_that_stops_forwarding_mid_cycle_is_given_up_and_the_next_connec
         assert proxy.stalled.is_set()
         again, _ = loop.wait_for(r"^event=connected ", after=stalled)
         loop.wait_for(r"^event=cycle result=completed .* missed=1 ", after=again)
+        print(f"\nreaper-loop behind a stalled proxy: reaped {time.monotonic() - armed:.1f} s after the"
+              " stall was armed (deadline 2 s + 5 s, plus up to a 2 s tick)")
         assert loop.terminate(timeout=5) == 0
     finally:
         proxy.close()
@@ -361,7 +364,9 @@ def test_sigterm_during_a_15_s_sleep_exits_at_once(product, job_env, start_loop)
         time.sleep(15 - into_tick)
     loop = start_loop(env=job_env)
     loop.wait_for(r"^event=cycle result=completed ")
+    signalled = time.monotonic()
     code = loop.terminate(timeout=5)
+    print(f"\nreaper-loop asleep: exited {time.monotonic() - signalled:.2f} s after SIGTERM")
     assert code == 0, f"still asleep 5 s after SIGTERM, the sleep had over 10 s left:\n{loop.output}"
     assert sum("event=cycle" in line for line in loop.lines) == 1, "no cycle after SIGTERM"
     assert loop.lines[-1] == "event=stopped signal=SIGTERM"
@@ -386,7 +391,9 @@ def test_sigterm_mid_cycle_cancels_it_whole_and_exits(product, job_env, start_lo
                               [int(pid[1])]).fetchone()[0]:
             assert time.monotonic() < deadline, f"the cycle never reached the trigger:\n{loop.output}"
             time.sleep(0.1)
+        signalled = time.monotonic()
         assert loop.terminate(timeout=5) == 0, f"the cycle was not cancelled:\n{loop.output}"
+        print(f"\nreaper-loop mid-cycle: exited {time.monotonic() - signalled:.2f} s after SIGTERM")
     finally:
         product.execute("DROP TRIGGER loop_test_slow_update ON messenger.call_sessions")
         product.execute("DROP FUNCTION public.loop_test_slow_update()")
