@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from call_reaper_dsn import mask_dsn
 from prometheus_client import REGISTRY, start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -34,7 +35,6 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 log = logging.getLogger("call_reaper_exporter")
@@ -42,16 +42,6 @@ log = logging.getLogger("call_reaper_exporter")
 DEFAULT_PORT = 9648
 QUERY = "SELECT * FROM messenger.call_reaper_metrics()"
 PREFIX = "messenger_call_reaper_"
-
-
-def mask_dsn(dsn: str) -> str:
-    """The DSN with any password replaced, safe to log (URL or key=value form)."""
-    if not dsn:
-        return "'' (libpq PG* environment)"
-    params = conninfo_to_dict(dsn)
-    if "password" in params:
-        params["password"] = "********"
-    return make_conninfo("", **params)
 
 
 def _number(value: Any) -> float:
