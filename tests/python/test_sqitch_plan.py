@@ -140,11 +140,15 @@ def test_script_is_one_transaction(kind, change):
             f"{kind}/{change}.sql says it runs without a transaction but opens one"
         return
     end = "ROLLBACK" if kind == "verify" else "COMMIT"
-    if kind == "revert" and "@" not in change and stmts and stmts[-1].startswith("\\ir "):
+    if kind == "revert" and stmts and stmts[-1].startswith("\\ir "):
         # A reworked routine reverts by running its earlier version's deploy script (one
         # transaction, checked as such), after at most one transaction of its own (dropping
-        # a signature the earlier version does not have).
-        previous = [stem for name, stem in script_stems() if name == change and stem != change]
+        # a signature the earlier version does not have). A routine reworked twice keeps its
+        # middle version's revert as name@TAG.sql, including the first version's deploy.
+        stems = script_stems()
+        here = [i for i, (_, stem) in enumerate(stems) if stem == change]
+        name = stems[here[0]][0] if here else change
+        previous = [stem for n, stem in stems[:here[0] if here else len(stems)] if n == name]
         assert previous and stmts[-1] == f"\\ir ../../deploy/{previous[-1]}.sql", \
             f"revert/{change}.sql may only end by including its earlier deploy script"
         stmts = stmts[:-1]
