@@ -57,6 +57,11 @@ def _seconds(value: timedelta) -> float:
     return value.total_seconds()
 
 
+def _flag(value: bool | None) -> float:
+    """1 for true; 0 for false and for unknown (NULL)."""
+    return 1.0 if value else 0.0
+
+
 _FAMILY_TYPES = {
     "counter": CounterMetricFamily,
     "gauge": GaugeMetricFamily,
@@ -138,6 +143,19 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("polling_interval_seconds", "gauge",
                "Configured polling interval of the scheduled job (messenger.call_reaper_settings).",
                source={(): "polling_interval"}, convert=_seconds),
+    MetricSpec("lock_held_seconds", "gauge",
+               "How long the single-runner lock has been held by its current holder, as best "
+               "known (a cycle: its transaction; another holder: since the lock warden first saw "
+               "it); 0 when free.",
+               source={(): "lock_held_seconds"}),
+    MetricSpec("lock_warden_can_end", "gauge",
+               "1 when the lock warden has seen the lock's current holder and may end it; 0 when "
+               "the lock is free, no warden has seen the holder, or the holder is one it may not "
+               "signal (a superuser's session).",
+               source={(): "lock_warden_can_end"}, convert=_flag),
+    MetricSpec("lock_ttl_seconds", "gauge",
+               "Configured lock_ttl: the longest anything may hold the single-runner lock.",
+               source={(): "lock_ttl"}, convert=_seconds),
 )
 
 

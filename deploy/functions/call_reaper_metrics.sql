@@ -21,6 +21,11 @@ BEGIN;
 -- ledger holds after counters.idle_folded_through are added to the run and cycle-duration
 -- totals here (at most an hour of them), so run_total still rises every cycle.
 --
+-- The single-runner lock (messenger.call_reaper_lock_holder, one home for who holds it and
+-- since when): how long it has been held as best known (0 when free or when nothing is known),
+-- whether the warden that saw its holder may end it, and lock_ttl, so an alert can tell a
+-- holder nobody will end (a superuser's session, or no warden with scheduler=none).
+--
 -- SECURITY DEFINER so the exporter's role (messenger_call_reaper_monitor) needs EXECUTE on this
 -- function and nothing else: it never gets a privilege on a call, outbox or state table. It
 -- runs as messenger_call_reaper_owner, which already reads those tables for the reaper; it
@@ -30,7 +35,10 @@ BEGIN;
 -- their page counts make the planner estimate about 50 million for this statement, far past the
 -- JIT thresholds: it then spent 1.4 s compiling what runs in a millisecond, past the exporter's
 -- statement timeout (tests/python/test_jit.py).
-CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
+-- Reworked after v1.1.0 with three more columns: dropped and created again (CREATE OR REPLACE
+-- cannot change a row type), with the release's owner and grant.
+DROP FUNCTION IF EXISTS messenger.call_reaper_metrics();
+CREATE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
     runs_skipped            bigint,
@@ -53,7 +61,10 @@ RETURNS TABLE (
     backlog_ring_timeout    bigint,
     backlog_stale_answered  bigint,
     quarantined             bigint,
-    polling_interval        interval)
+    polling_interval        interval,
+    lock_held_seconds       double precision,
+    lock_warden_can_end     boolean,
+    lock_ttl                interval)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
@@ -65,8 +76,14 @@ AS $$
 WITH s AS MATERIALIZED (
     SELECT now() - st.ring_timeout  AS ring_cutoff,
            now() - st.stale_timeout AS stale_cutoff,
-           st.polling_interval
+           st.polling_interval,
+           st.lock_ttl
       FROM messenger.call_reaper_settings AS st
+), lk AS MATERIALIZED (
+    SELECT h.held_since, h.warden_can_end
+      FROM messenger.call_reaper_lock_holder() AS h
+     ORDER BY h.held_since NULLS LAST
+     LIMIT 1
 ), idle AS MATERIALIZED (
     -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
     -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
@@ -108,13 +125,16 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
            AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.stale_cutoff FROM s)),
        (SELECT count(*) FROM messenger.call_reaper_quarantine AS q
          WHERE EXISTS (SELECT FROM messenger.call_sessions AS c WHERE c.call_id = q.call_id)),
-       s.polling_interval
+       s.polling_interval,
+       coalesce((SELECT greatest(extract(epoch FROM now() - lk.held_since)::double precision, 0) FROM lk), 0),
+       coalesce((SELECT lk.warden_can_end FROM lk), false),
+       s.lock_ttl
   FROM messenger.call_reaper_counters AS k
  CROSS JOIN s
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
-$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size and the polling interval. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
+$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
 
 REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant

@@ -12,11 +12,24 @@ BEGIN;
 --   polling_interval    the configured tick
 --   job_calls_in_flight the job's CALLs executing now (pg_stat_activity)
 --   lock_holder_pid     the backend holding the single-runner lock, NULL when free
---   lock_held_since     that backend's transaction start (the lock TTL counts from it)
+--   lock_held_since     since when it has held it, as best known (messenger.call_reaper_lock_holder:
+--                       a cycle's transaction start; another holder's first sight by the warden,
+--                       else an idle session's last state change, else its transaction start)
 --   last_run_at, last_result  the newest row of the run ledger
--- Changes nothing, takes no lock. SECURITY INVOKER: it reads cron.job and other roles'
--- pg_stat_activity rows with the caller's rights (a DBA); EXECUTE is revoked from PUBLIC.
-CREATE OR REPLACE FUNCTION messenger.call_reaper_status(
+--   lock_holder_role    the holder's role
+--   lock_holder_state   its pg_stat_activity state (idle, active, idle in transaction)
+--   lock_holder_is_cycle  it may be a running reaper cycle (the warden times it by its transaction)
+--   lock_warden_can_end whether the warden that has seen it may end it (false: a superuser's
+--                       backend and a warden that is not one); NULL while no warden has seen it
+--                       (with scheduler=none and no check run from outside: never)
+-- Changes nothing, takes no lock. SECURITY INVOKER: it reads cron.job and the job's CALLs in
+-- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
+-- call_reaper_lock_holder (with the deployer's, as the warden sees it); EXECUTE is revoked from
+-- PUBLIC.
+-- Reworked after v1.1.0 with four more OUT columns, so the function is dropped and created
+-- again (CREATE OR REPLACE cannot change a row type); EXECUTE stays revoked from PUBLIC.
+DROP FUNCTION IF EXISTS messenger.call_reaper_status();
+CREATE FUNCTION messenger.call_reaper_status(
     OUT paused              boolean,
     OUT job_scheduled       boolean,
     OUT job_active          boolean,
@@ -26,7 +39,11 @@ CREATE OR REPLACE FUNCTION messenger.call_reaper_status(
     OUT lock_holder_pid     integer,
     OUT lock_held_since     timestamptz,
     OUT last_run_at         timestamptz,
-    OUT last_result         text)
+    OUT last_result         text,
+    OUT lock_holder_role    name,
+    OUT lock_holder_state   text,
+    OUT lock_holder_is_cycle boolean,
+    OUT lock_warden_can_end boolean)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
@@ -37,18 +54,15 @@ BEGIN
            (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
              WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
                AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
-           h.pid, h.xact_start, r.started_at, r.result
+           h.pid, h.held_since, r.started_at, r.result,
+           h.role_name, h.state, h.is_cycle, h.warden_can_end
       INTO paused, polling_interval, job_calls_in_flight, lock_holder_pid, lock_held_since,
-           last_run_at, last_result
+           last_run_at, last_result,
+           lock_holder_role, lock_holder_state, lock_holder_is_cycle, lock_warden_can_end
       FROM messenger.call_reaper_settings AS s
-      LEFT JOIN LATERAL (SELECT l.pid, a.xact_start
-                           FROM pg_catalog.pg_locks AS l
-                           LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
-                          WHERE l.locktype = 'advisory' AND l.granted
-                            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d
-                                               WHERE d.datname = pg_catalog.current_database())
-                            AND (l.classid::bigint << 32 | l.objid::bigint) = messenger.call_reaper_lock_key()
-                            AND l.objsubid = 1
+      LEFT JOIN LATERAL (SELECT x.pid, x.held_since, x.role_name, x.state, x.is_cycle, x.warden_can_end
+                           FROM messenger.call_reaper_lock_holder() AS x
+                          ORDER BY x.held_since NULLS LAST
                           LIMIT 1) AS h ON true
       LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
                           ORDER BY o.started_at DESC LIMIT 1) AS r ON true;
@@ -64,7 +78,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS
-$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder, last run. Usage: SELECT * FROM messenger.call_reaper_status();$$;
+$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run. Usage: SELECT * FROM messenger.call_reaper_status();$$;
 REVOKE ALL ON FUNCTION messenger.call_reaper_status() FROM PUBLIC;
 
 COMMIT;

@@ -1,4 +1,11 @@
 -- Revert call_timeout_reaper:functions/call_reaper_status from pg
--- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
+-- Back to the v1.1.0 routine, whose row has four columns fewer: this one goes first (CREATE OR
+-- REPLACE cannot change a row type), then its own deploy script creates it.
 
-\ir ../../deploy/functions/call_reaper_status@v1.0.0.sql
+BEGIN;
+
+DROP FUNCTION IF EXISTS messenger.call_reaper_status();
+
+COMMIT;
+
+\ir ../../deploy/functions/call_reaper_status@v1.1.0.sql

@@ -43,6 +43,7 @@ SELECT bag_eq(
       ('messenger.call_reaper_phases()', 'deployer', false, false),
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
+      ('messenger.call_reaper_lock_holder()', 'deployer', true, true),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_owner', true, true),
       ('messenger.call_reaper_status()', 'deployer', false, true),
       ('messenger.drain_call_timeouts(integer,integer,interval,interval,timestamp with time zone,integer,bigint,bigint)', 'deployer', false, false),
@@ -74,7 +75,8 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
 -- EXECUTE beside the owner's own: PUBLIC only on the five inlined pure functions (every writer
 -- of call_sessions evaluates call_due_key through ix_call_due; the lock key, the phase rule and
 -- the error classes and the job names are constants), the job role on the reaper, the cycle its tick procedure
--- chains and that procedure, the monitor role on the metrics read.
+-- chains and that procedure, the monitor role on the metrics read, the owner role (for the
+-- metrics read) on the deployer's view of the single-runner lock's holder.
 SELECT bag_eq(
     $$SELECT p.oid::regprocedure::text, g.name
         FROM pg_proc AS p
@@ -100,7 +102,8 @@ SELECT bag_eq(
       ('messenger.resume_call_reaper()', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_operator'),
-      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_operator')$$,
+      ('messenger.call_reaper_metrics()', 'messenger_call_reaper_operator'),
+      ('messenger.call_reaper_lock_holder()', 'messenger_call_reaper_owner')$$,
     'who may execute routines of messenger, beside their owners: nobody else');
 
 -- Tables and sequences: every table of the reaper is the deployer's (an owner holds every
@@ -145,7 +148,8 @@ SELECT bag_eq(
       ('call_reaper_runs', 'messenger_call_reaper_operator', 'SELECT'),
       ('call_reaper_lock_takeovers', 'messenger_call_reaper_operator', 'SELECT'),
       ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'SELECT'),
-      ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'DELETE')$$,
+      ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'DELETE'),
+      ('call_reaper_lock_holders', 'messenger_call_reaper_owner', 'SELECT')$$,
     'table grants in messenger: the owner role''s and the operator''s reads, nothing on a product table for the job, monitor or operator role, nothing for PUBLIC');
 -- Columns: the owner role updates only a closed call's transition columns; the job role reads
 -- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch).

@@ -182,6 +182,13 @@ def waiting_on(conn: psycopg.Connection, pid: int, wait_event: str) -> bool:
     return bool(row) and row[0] == wait_event
 
 
+def takeovers(conn: psycopg.Connection, pid: int) -> list[tuple]:
+    """(action, reason, role_name, seconds held, signalled) of every lock takeover of backend pid."""
+    return conn.execute(
+        "SELECT action, reason, role_name, extract(epoch FROM held_for)::float, signalled"
+        "  FROM messenger.call_reaper_lock_takeovers WHERE pid = %s ORDER BY id", [pid]).fetchall()
+
+
 def job(conn: psycopg.Connection) -> dict | None:
     """The scheduled reaper job's cron.job row, or None when pg_cron or the job is absent."""
     if conn.execute("SELECT pg_catalog.to_regclass('cron.job') IS NULL").fetchone()[0]:

@@ -130,6 +130,7 @@ def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paus
         f"{P}last_success_timestamp_seconds": row["last_success_at"].timestamp(),
         f"{P}last_run_timestamp_seconds": row["last_run_at"].timestamp(),
         f"{P}polling_interval_seconds": row["polling_interval"].total_seconds(),
+        f"{P}lock_ttl_seconds": row["lock_ttl"].total_seconds(),
         f"{P}quarantined_calls": row["quarantined"],
         f"{P}up": 1,
     }

@@ -21,6 +21,7 @@ from reaper_support import (
     lock_is_free,
     reap,
     ringing,
+    takeovers,
     wait_for,
     waiting_on,
 )
@@ -84,18 +85,6 @@ def test_ttl_applies_to_that_transaction_only(make_conn, short_ttl, reaper_pause
     dba.rollback()
 
 
-@pytest.fixture
-def warden_running(conn):
-    """The warden's CALL is executing. It starts at each minute boundary, so right after a
-    server restart (test_faults) there is none until the next minute: with the default
-    lock_ttl of 1 min that gap cannot matter (a holder cannot be stale before the first run),
-    with this module's 2 s it would."""
-    wait_for(lambda: conn.execute(
-        "SELECT count(*) FROM pg_catalog.pg_stat_activity"
-        " WHERE state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_warden(%%'"
-    ).fetchone()[0] > 0, 75, "the lock warden's CALL to run", interval=0.5)
-
-
 def holder_of_the_lock(conn):
     """(pid, role, seconds since the holder's transaction started, seconds since its statement
     started) of the backend holding the reaper's lock, or None."""
@@ -104,12 +93,6 @@ def holder_of_the_lock(conn):
         "       extract(epoch FROM a.xact_start - a.query_start)::float"
         "  FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
         f" WHERE l.granted AND {LOCK_ROW_SQL}").fetchone()
-
-
-def takeovers(conn, pid):
-    return conn.execute(
-        "SELECT action, reason, role_name, extract(epoch FROM held_for)::float, signalled"
-        "  FROM messenger.call_reaper_lock_takeovers WHERE pid = %s", [pid]).fetchall()
 
 
 def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, short_ttl,
