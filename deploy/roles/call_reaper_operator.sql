@@ -26,6 +26,16 @@ BEGIN
     END IF;
 END
 $$;
-GRANT USAGE ON SCHEMA messenger TO messenger_call_reaper_operator;
+-- USAGE on schema messenger only where the role lacks it (an adopted role may hold it from the
+-- messenger service), recorded so that the revert revokes a grant of the reaper's and no other.
+DO $$
+BEGIN
+    IF NOT pg_catalog.has_schema_privilege('messenger_call_reaper_operator', 'messenger', 'USAGE') THEN
+        GRANT USAGE ON SCHEMA messenger TO messenger_call_reaper_operator;
+        INSERT INTO messenger.call_reaper_footprint (kind, target, item, set_by)
+        VALUES ('grant', 'SCHEMA messenger', 'USAGE TO messenger_call_reaper_operator', 'roles/call_reaper_operator');
+    END IF;
+END
+$$;
 
 COMMIT;

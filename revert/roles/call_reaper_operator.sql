@@ -1,8 +1,9 @@
 -- Revert call_timeout_reaper:roles/call_reaper_operator from pg
 -- Roles are cluster-wide. Dropped only when the deploy into THIS database created it (the
 -- marker in its comment, see deploy): a role that existed before was adopted and is kept, with
--- only this deploy's grant revoked (the rest went with the objects already reverted). DROP
--- OWNED BY acts on this database only; a role still used by another database is kept.
+-- only the grant this deploy recorded in messenger.call_reaper_footprint revoked (the rest went
+-- with the objects already reverted). DROP OWNED BY acts on this database only; a role still
+-- used by another database is kept.
 
 BEGIN;
 
@@ -23,8 +24,13 @@ BEGIN
             RAISE WARNING 'role messenger_call_reaper_operator kept: another database still uses it (%)', SQLERRM;
         END;
     ELSE
-        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL THEN
-            REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper_operator;
+        -- Only the grant the deploy recorded: USAGE the role held before stays.
+        IF pg_catalog.to_regclass('messenger.call_reaper_footprint') IS NOT NULL THEN
+            DELETE FROM messenger.call_reaper_footprint
+             WHERE (kind, target, item) = ('grant', 'SCHEMA messenger', 'USAGE TO messenger_call_reaper_operator');
+            IF FOUND THEN
+                REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper_operator;
+            END IF;
         END IF;
         RAISE NOTICE 'role messenger_call_reaper_operator kept: it existed before this deploy';
     END IF;

@@ -1,17 +1,31 @@
 -- Revert call_timeout_reaper:tables/call_sessions_autovacuum from pg
--- Resets the two options only while they are the deploy's values: settings the messenger
--- service had before, or has set since, stay.
+-- Resets each option the deploy recorded as the reaper's and that still holds the reaper's
+-- value, once the messenger service has changed (or reset) the other one: a value the service
+-- set stays, and the reaper's other one goes with the reaper. While both are still the reaper's
+-- this leaves them to the released revert that runs next (tables/call_sessions_autovacuum@v1.0.0
+-- resets both then), so that a revert --to @v1.1.0 leaves that release as it was.
 
 BEGIN;
 
 DO $$
+DECLARE
+    v_ours    text[] := ARRAY(SELECT f.item FROM messenger.call_reaper_footprint AS f
+                               WHERE f.kind = 'reloption' AND f.target = 'TABLE messenger.call_sessions');
+    v_options text[] := (SELECT c.reloptions FROM pg_catalog.pg_class AS c
+                          WHERE c.oid = 'messenger.call_sessions'::pg_catalog.regclass AND c.relkind = 'r');
+    v_reset   text;
 BEGIN
-    IF (SELECT c.reloptions @> ARRAY['autovacuum_vacuum_scale_factor=0.01', 'autovacuum_vacuum_threshold=1000']
-          FROM pg_catalog.pg_class AS c
-         WHERE c.oid = 'messenger.call_sessions'::regclass AND c.relkind = 'r') THEN
-        ALTER TABLE messenger.call_sessions
-            RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold);
+    IF pg_catalog.cardinality(v_ours) > 0 AND NOT coalesce(v_options @> v_ours, true) THEN
+        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o.option, '=', 1)), ', ')
+          INTO v_reset
+          FROM pg_catalog.unnest(v_ours) AS o (option)
+         WHERE o.option = ANY (v_options);
+        IF v_reset IS NOT NULL THEN
+            EXECUTE pg_catalog.format('ALTER TABLE messenger.call_sessions RESET (%s)', v_reset);
+        END IF;
     END IF;
+    DELETE FROM messenger.call_reaper_footprint
+     WHERE kind = 'reloption' AND target = 'TABLE messenger.call_sessions';
 END
 $$;
 

@@ -10,7 +10,12 @@ databases: --set scheduler=none). Checked:
   outbox rows the reaper wrote included;
 - tables that do not meet the contract are refused (55000), one line per mismatch, nothing changed;
 - duplicate call events in the outbox stop the deploy before anything is built (23505), with
-  the query that lists them.
+  the query that lists them;
+- roles under the reaper's names that it would not create are refused (55000), one line per
+  mismatch, nothing changed; an upgrade is refused before it would revoke the owner role's
+  CREATE on messenger;
+- revert keeps a grant an adopted role held before the deploy, and resets only the autovacuum
+  option still holding the reaper's value.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from adoption_support import (
     reaper_objects,
     sqitch,
 )
+from reaper_facts import JOB_ROLE, MONITOR_ROLE, OPERATOR_ROLE, OWNER_ROLE
 
 NO_CRON = ("--set", "scheduler=none")
 
@@ -172,4 +178,117 @@ def test_duplicate_call_events_stop_the_deploy_before_anything_is_built(conn):
         assert reaper_objects(product) == []
         assert product_objects(product) == objects_before
         assert product_rows(product) == rows_before
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+# What a deploy may not leave changed on the reaper's roles when it is refused: their attributes,
+# memberships both ways and settings, one line each.
+ROLE_FACTS_SQL = r"""
+SELECT format('role %s super=%s bypassrls=%s replication=%s login=%s', r.rolname, r.rolsuper,
+              r.rolbypassrls, r.rolreplication, r.rolcanlogin)
+  FROM pg_roles AS r WHERE r.rolname LIKE 'messenger\_call\_reaper%'
+UNION ALL
+SELECT format('member %s of %s', pg_get_userbyid(m.member), pg_get_userbyid(m.roleid))
+  FROM pg_auth_members AS m
+ WHERE pg_get_userbyid(m.member) LIKE 'messenger\_call\_reaper%' OR pg_get_userbyid(m.roleid) LIKE 'messenger\_call\_reaper%'
+UNION ALL
+SELECT format('setting %s %s %s', s.setdatabase, pg_get_userbyid(s.setrole), s.setconfig)
+  FROM pg_db_role_setting AS s WHERE pg_get_userbyid(s.setrole) LIKE 'messenger\_call\_reaper%'
+"""
+
+
+def role_facts(conn: psycopg.Connection) -> list[str]:
+    return sorted(str(r[0]) for r in conn.execute(ROLE_FACTS_SQL))
+
+
+def test_roles_it_would_not_create_are_refused_line_by_line_and_nothing_changes(conn):
+    """The four roles exist already (the deploy into the pg_cron database made them), so a deploy
+    here adopts them: each made into what the reaper would never create is one DETAIL line."""
+    db = "adopt_roles"
+    stranger = "adopt_roles_stranger"
+    dsn = create_product_database(conn, db, "text")
+    conn.execute(f"DROP ROLE IF EXISTS {stranger}")
+    conn.execute(f"CREATE ROLE {stranger} NOLOGIN")
+    changes = [
+        (f"ALTER ROLE {OWNER_ROLE} LOGIN", f"ALTER ROLE {OWNER_ROLE} NOLOGIN"),
+        (f"GRANT {OWNER_ROLE} TO {stranger}", f"REVOKE {OWNER_ROLE} FROM {stranger}"),
+        (f"ALTER ROLE {JOB_ROLE} REPLICATION", f"ALTER ROLE {JOB_ROLE} NOREPLICATION"),
+        (f"ALTER ROLE {MONITOR_ROLE} SUPERUSER", f"ALTER ROLE {MONITOR_ROLE} NOSUPERUSER"),
+        (f"GRANT pg_read_all_data TO {MONITOR_ROLE}", f"REVOKE pg_read_all_data FROM {MONITOR_ROLE}"),
+        (f"ALTER ROLE {OPERATOR_ROLE} BYPASSRLS", f"ALTER ROLE {OPERATOR_ROLE} NOBYPASSRLS"),
+    ]
+    try:
+        for change, _ in changes:
+            conn.execute(change)
+        with psycopg.connect(dsn, autocommit=True) as product:
+            objects_before, roles_before = product_objects(product), role_facts(product)
+            done = sqitch("deploy", db, *NO_CRON, check=False)
+            out = done.stdout + done.stderr
+            assert done.returncode != 0, out
+            assert "roles under the reaper's names are not roles it would create (6 mismatches); nothing was changed" in out, out
+            for line in (f"role {JOB_ROLE} has REPLICATION",
+                         f"role {MONITOR_ROLE} is SUPERUSER",
+                         f"role {MONITOR_ROLE} is a member of pg_read_all_data, which the reaper never grants",
+                         f"role {OPERATOR_ROLE} has BYPASSRLS",
+                         f"role {OWNER_ROLE} can LOGIN; the reaper's is NOLOGIN",
+                         f"role {OWNER_ROLE} has member {stranger}, which the reaper did not make one"):
+                assert line in out, f"no line for: {line}\n{out}"
+            assert reaper_objects(product) == []
+            assert product_objects(product) == objects_before
+            assert role_facts(product) == roles_before
+    finally:
+        for _, undo in reversed(changes):
+            conn.execute(undo)
+        conn.execute(f"DROP ROLE {stranger}")
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_an_upgrade_refuses_an_owner_role_that_may_create_in_messenger_and_keeps_that_grant(conn):
+    """Every routine change grants the owner role CREATE on messenger for its ALTER ... OWNER and
+    revokes it: on a v1.1.0 database where the service has granted that since, the next release
+    is refused before it revokes a grant the reaper never made."""
+    db = "adopt_upgrade_create"
+    dsn = create_product_database(conn, db, "text")
+    create = f"SELECT has_schema_privilege('{OWNER_ROLE}', 'messenger', 'CREATE')"
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, "--to", "@v1.1.0", *NO_CRON)
+        product.execute(f"GRANT CREATE ON SCHEMA messenger TO {OWNER_ROLE}")
+        objects_before = product_objects(product)
+        done = sqitch("deploy", db, *NO_CRON, check=False)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0, out
+        assert (f"role {OWNER_ROLE} may CREATE in schema messenger; the reaper's routine changes"
+                " would revoke that grant") in out, out
+        assert product.execute(create).fetchone() == (True,), "the refused upgrade revoked the service's grant"
+        assert product_objects(product) == objects_before
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_revert_keeps_a_grant_an_adopted_role_held_before_the_deploy(conn):
+    """The operator role exists already (adopted here) and the service had given it USAGE on
+    messenger: the deploy finds it and grants nothing, so the revert revokes nothing."""
+    db = "adopt_kept_grant"
+    dsn = create_product_database(conn, db, "text")
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute(f"GRANT USAGE ON SCHEMA messenger TO {OPERATOR_ROLE}")
+        objects_before = product_objects(product)
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("revert", db, "-y")
+        assert product.execute(f"SELECT has_schema_privilege('{OPERATOR_ROLE}', 'messenger', 'USAGE')"
+                               ).fetchone() == (True,), "revert revoked a grant the deploy found"
+        assert product_objects(product) == objects_before
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_revert_resets_the_option_it_set_and_keeps_the_one_the_service_changed(conn):
+    db = "adopt_autovacuum"
+    dsn = create_product_database(conn, db, "text")
+    options = "SELECT reloptions FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass"
+    with psycopg.connect(dsn, autocommit=True) as product:
+        assert product.execute(options).fetchone() == (None,)
+        sqitch("deploy", db, *NO_CRON)
+        product.execute("ALTER TABLE messenger.call_sessions SET (autovacuum_vacuum_scale_factor = 0.05)")
+        sqitch("revert", db, "-y")
+        assert product.execute(options).fetchone() == (["autovacuum_vacuum_scale_factor=0.05"],), \
+            "revert must reset the reaper's threshold and keep the service's scale factor"
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
