@@ -14,7 +14,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-# Server, pg_cron, pg_partman (optional partitioning, tested), pgTAP + pg_prove, Sqitch (+ its
+# Server, pg_cron, pg_partman (the stand-in's partitioned call_sessions), pgTAP + pg_prove, Sqitch (+ its
 # Pg driver), plpgsql_check, promtool, Patroni + etcd for the failover test (python3-etcd:
 # Patroni's etcd client, which apt would not pick if another DCS client happened to satisfy
 # Patroni's dependency first).
