@@ -2,8 +2,9 @@
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
 #   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
 #               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
-#   make check  the fast tier (about 30 s on 2 cores): the Sqitch plan + README test map lint,
+#   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + README test map lint,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
+#               (its partitioned file in a second database, on the partitioned stand-in)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
@@ -14,7 +15,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
 
-# Server, pg_cron, pg_partman (optional partitioning, tested), pgTAP + pg_prove, Sqitch (+ its
+# Server, pg_cron, pg_partman (the stand-in's partitioned call_sessions), pgTAP + pg_prove, Sqitch (+ its
 # Pg driver), plpgsql_check, promtool, Patroni + etcd for the failover test (python3-etcd:
 # Patroni's etcd client, which apt would not pick if another DCS client happened to satisfy
 # Patroni's dependency first).

@@ -126,7 +126,8 @@ def main() -> None:
     p.add_argument("--after-drain-baseline", action="store_true", default=env("AFTER_DRAIN_BASELINE", "") not in ("", "0"),
                    help="also run the after-drain part with call_sessions' autovacuum settings reset (AFTER_DRAIN_BASELINE=1)")
     p.add_argument("--partitioned", action="store_true", default=env("PARTITIONED", "") not in ("", "0"),
-                   help="range-partition call_sessions by month first (PARTITIONED=1)")
+                   help="call_sessions range-partitioned by month with pg_partman, as the partitioned stand-in"
+                        " makes it (bench/in-cluster builds that one when PARTITIONED=1)")
     p.add_argument("--profile", action="store_true", default=env("PROFILE", "") not in ("", "0"),
                    help="print pg_stat_statements for the first reaper drain (PROFILE=1)")
     p.add_argument("--markdown", default=env("BENCH_MARKDOWN"), help="also write the tables to this file")

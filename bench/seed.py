@@ -10,11 +10,10 @@ to slow the next contestant down.
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 import sys
 import time
 
-from common import AS_OF, HISTORY_SPAN_DAYS, RECENT, REPO, Run, log
+from common import AS_OF, HISTORY_SPAN_DAYS, RECENT, Run, log
 from reaper_facts import JOB_NAME
 
 HISTORY_SQL = """
@@ -85,19 +84,25 @@ def prepare(run: Run) -> None:
                                   (JOB_NAME,)).fetchone()[0] == 1
     if a.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]:
         sys.exit("bench: messenger.call_sessions is not empty; run the bench on a throwaway database")
+    partitioned = a.execute("SELECT relkind = 'p' FROM pg_class"
+                            " WHERE oid = 'messenger.call_sessions'::regclass").fetchone()[0]
+    if partitioned != run.args.partitioned:
+        sys.exit(f"bench: messenger.call_sessions is {'' if partitioned else 'not '}partitioned, and"
+                 f" PARTITIONED={int(run.args.partitioned)}: bench/in-cluster builds the stand-in it asks for")
     if run.args.partitioned:
-        partition(run)
+        add_months(run)
 
 
-def partition(run: Run) -> None:
-    log("handing messenger.call_sessions to pg_partman (sql/partition_call_sessions.sql)")
-    # A psql script (it reads psql variables); the table is empty, so there is no history for
-    # step 2 to move.
-    subprocess.run(["psql", "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", run.args.dsn,
-                    "-f", str(REPO / "sql" / "partition_call_sessions.sql")], check=True)
-    # pg_partman keeps months around now(); the bench lives in 2098-2099, so it creates the
-    # months it seeds. pg_partman cuts months in the session's TimeZone.
+def add_months(run: Run) -> None:
+    """The months the bench seeds, made as pg_partman's maintenance makes partitions.
+
+    The partitioned stand-in (bench/in-cluster: stand-in/messenger_service.sql -v partitioned=on)
+    has months around now(); the bench lives in 2098-2099. As the service's role, which owns the
+    table and its partitions; in UTC, as the stand-in cut its months.
+    """
+    log("making the bench's months in the partitioned stand-in (pg_partman)")
     with run.admin.transaction():
+        run.admin.execute("SET LOCAL ROLE messenger_service")
         run.admin.execute("SET LOCAL TimeZone = 'UTC'")
         run.admin.execute(
             """SELECT partman.create_partition_time('messenger.call_sessions', ARRAY(

@@ -11,6 +11,17 @@
 --
 --   psql -v ON_ERROR_STOP=1 -f stand-in/messenger_service.sql              (text + CHECK)
 --   psql -v ON_ERROR_STOP=1 -v types=enum -f stand-in/messenger_service.sql (enum types)
+--   psql -v ON_ERROR_STOP=1 -v partitioned=on -f stand-in/messenger_service.sql
+--
+-- partitioned=on (with either types) makes call_sessions the way a service partitions it in its
+-- own migration: range-partitioned by month of started_at (UTC months) and handed to pg_partman
+-- 4.7 (CREATE EXTENSION pg_partman SCHEMA partman; Debian postgresql-15-partman): primary key
+-- (call_id, started_at), since every unique key of a partitioned table holds the partition
+-- key; a DEFAULT partition; `premake` (-v premake=N, default 3) months made ahead. pg_partman's
+-- maintenance is a pg_cron job, partman-maintenance-<database>, run as messenger_service: it
+-- owns the table (making partitions takes that) and LOGs in, which pg_cron requires of a job's
+-- role. It is scheduled from cron.database_name, this database or another one; a server
+-- without pg_cron is refused (55000). Nothing of the reaper's does any of this.
 --
 -- Run it as a role that may create roles and the schema (a superuser in the project's
 -- throwaway clusters). The reaper's own Sqitch plan (sqitch.plan) never runs it.
@@ -20,13 +31,29 @@
 \set types text
 \endif
 SELECT :'types' = 'enum' AS enum_types \gset
+\if :{?partitioned}
+\else
+\set partitioned off
+\endif
+\if :{?premake}
+\else
+\set premake 3
+\endif
+SELECT :'partitioned'::boolean AS partitioned, pg_catalog.current_database() AS product_database,
+       coalesce(pg_catalog.current_setting('cron.database_name', true), '') AS cron_database \gset
 
 BEGIN;
+-- A DO block cannot read psql variables.
+SET LOCAL stand_in.partitioned = :'partitioned';
 
 DO $$
 BEGIN
     IF pg_catalog.to_regclass('messenger.call_sessions') IS NOT NULL THEN
         RAISE EXCEPTION 'messenger.call_sessions exists: this stand-in is for throwaway databases only'
+            USING ERRCODE = '55000';
+    END IF;
+    IF current_setting('stand_in.partitioned')::boolean AND current_setting('cron.database_name', true) IS NULL THEN
+        RAISE EXCEPTION 'partitioned=on: pg_partman''s maintenance is a pg_cron job, and this server does not load pg_cron'
             USING ERRCODE = '55000';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_service') THEN
@@ -41,6 +68,26 @@ $$;
 CREATE SCHEMA IF NOT EXISTS messenger AUTHORIZATION messenger_service;
 REVOKE ALL ON SCHEMA messenger FROM PUBLIC;
 GRANT USAGE ON SCHEMA messenger TO messenger_app;
+
+\if :partitioned
+-- pg_partman is no trusted extension: a superuser creates it; the service's role gets what
+-- pg_partman's documentation gives the non-superuser that runs it.
+CREATE SCHEMA IF NOT EXISTS partman;
+CREATE EXTENSION IF NOT EXISTS pg_partman SCHEMA partman;
+GRANT ALL ON SCHEMA partman TO messenger_service;
+GRANT ALL ON ALL TABLES IN SCHEMA partman TO messenger_service;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA partman TO messenger_service;
+GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA partman TO messenger_service;
+GRANT TEMPORARY ON DATABASE :"product_database" TO messenger_service;
+-- Maintenance cuts months in its session's TimeZone: UTC, as create_parent below.
+ALTER ROLE messenger_service IN DATABASE :"product_database" SET timezone = 'UTC';
+\set call_key 'call_id, started_at'
+\set partition_by 'PARTITION BY RANGE (started_at)'
+\else
+\set call_key 'call_id'
+\set partition_by ''
+\endif
+
 SET ROLE messenger_service;
 
 \if :enum_types
@@ -64,7 +111,7 @@ CREATE TYPE messenger.realtime_target_kind AS ENUM ('User');
 
 -- The value sets are CHECKed with enums too (redundant there, harmless): one DDL for both.
 CREATE TABLE messenger.call_sessions (
-    call_id          uuid        PRIMARY KEY,
+    call_id          uuid        NOT NULL,
     caller_user_id   uuid        NOT NULL,
     callee_user_id   uuid        NOT NULL,
     media_type       :media_type NOT NULL
@@ -88,14 +135,27 @@ CREATE TABLE messenger.call_sessions (
     CONSTRAINT call_sessions_answered_at_check CHECK (
         (status NOT IN ('Answered', 'Ended') OR answered_at IS NOT NULL)
         AND (status <> 'Ringing' OR answered_at IS NULL)),
-    CONSTRAINT call_sessions_duration_only_ended CHECK (duration_seconds IS NULL OR status = 'Ended')
-);
+    CONSTRAINT call_sessions_duration_only_ended CHECK (duration_seconds IS NULL OR status = 'Ended'),
+    CONSTRAINT call_sessions_pkey PRIMARY KEY (:call_key)
+) :partition_by;
 COMMENT ON TABLE messenger.call_sessions IS
     'One row per call. Active = Ringing or Answered; every other status is terminal (INV-CALL-3).';
 
 -- The service's own lookups of active calls ("my active call", backlog counts).
 CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
     WHERE status IN ('Ringing', 'Answered');
+
+\if :partitioned
+-- Monthly partitions from this month to `premake` months ahead, cut in UTC, and the DEFAULT
+-- partition; maintenance keeps making months ahead even while no call is written
+-- (infinite_time_partitions).
+SET LOCAL TimeZone = 'UTC';
+SELECT partman.create_parent(p_parent_table => 'messenger.call_sessions', p_control => 'started_at',
+                             p_type => 'native', p_interval => 'monthly', p_premake => :premake,
+                             p_jobmon => false) AS partitioned_by_partman \gset
+UPDATE partman.part_config SET infinite_time_partitions = true WHERE parent_table = 'messenger.call_sessions';
+RESET TimeZone;
+\endif
 
 CREATE TABLE messenger.realtime_outbox (
     id             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -128,3 +188,24 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_sessions, messenger.realt
 
 RESET ROLE;
 COMMIT;
+
+\if :partitioned
+-- pg_cron keeps its jobs in cron.database_name and runs each in the database it names. One job
+-- per product database (a job's name is unique per role).
+SELECT :'cron_database' = :'product_database' AS cron_here,
+       'partman-maintenance-' || :'product_database' AS partman_job \gset
+\if :cron_here
+\else
+\connect :cron_database
+\endif
+SET client_min_messages = warning;  -- not the NOTICE that pg_cron exists
+CREATE EXTENSION IF NOT EXISTS pg_cron;
+RESET client_min_messages;
+SELECT cron.schedule_in_database(:'partman_job', '7 3 * * *',
+                                 'CALL partman.run_maintenance_proc(p_jobmon => false)',
+                                 :'product_database', 'messenger_service') AS partman_jobid \gset
+\if :cron_here
+\else
+\connect :product_database
+\endif
+\endif

@@ -52,15 +52,6 @@ def admin():
             GRANT pg_signal_backend TO {DEPLOYER};
             GRANT USAGE ON SCHEMA cron TO {DEPLOYER} WITH GRANT OPTION;
             GRANT CREATE ON DATABASE {DB} TO {DEPLOYER};""")
-        # The product's partitions are the product's: pg_partman made some of them while it ran
-        # as the superuser (scripts/test-in-cluster's partitioning step).
-        conn.execute("""
-            DO $$ DECLARE p regclass; BEGIN
-                FOR p IN SELECT inhrelid::regclass FROM pg_inherits
-                          WHERE inhparent = 'messenger.call_sessions'::regclass LOOP
-                    EXECUTE format('ALTER TABLE %s OWNER TO messenger_service', p);
-                END LOOP;
-            END $$""")
         yield conn
 
 

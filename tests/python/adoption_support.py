@@ -2,8 +2,9 @@
 tables, sqitch runs against them, and a snapshot of everything of the product's a deploy or a
 revert could touch.
 
-The stand-in (stand-in/messenger_service.sql) plays the service's own migrations; each test adds
-what a real product has beside it (a column and an index of its own, rows). The reaper is then
+The stand-in (stand-in/messenger_service.sql) plays the service's own migrations, plain or
+partitioned by month with pg_partman; each test adds what a real product has beside it (a column
+and an index of its own, rows). `Writer` is the product writing meanwhile. The reaper is then
 deployed with `--set scheduler=none` (only cron.database_name can hold pg_cron jobs, and these
 databases are not it) or, for the pg_cron path, into that database (tests/managed/).
 """
@@ -12,6 +13,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -32,7 +36,9 @@ WITH rel AS (
      WHERE c.relnamespace = 'messenger'::regnamespace
        AND c.relname NOT LIKE 'call\_reaper\_%'
        AND c.relname NOT IN ('ix_call_due', 'ux_realtime_outbox_call_event')
-       AND c.relname NOT LIKE '%\_ix\_call\_due')
+       AND c.relname NOT LIKE '%\_ix\_call\_due'
+       -- A partition made after the deploy gets its part of ix_call_due under a name of its own.
+       AND coalesce(pg_partition_root(c.oid) <> to_regclass('messenger.ix_call_due'), true))
 SELECT 'schema owner=' || pg_get_userbyid(n.nspowner) || ' acl='
        || (SELECT string_agg(x::text, ',' ORDER BY x::text) FROM aclexplode(coalesce(n.nspacl, acldefault('n'::"char", n.nspowner))) AS x)
   FROM pg_namespace AS n WHERE n.nspname = 'messenger'
@@ -109,13 +115,28 @@ def dsn_for(database: str, **params: str) -> str:
     return make_conninfo("", dbname=database, **params)
 
 
-def create_product_database(admin: psycopg.Connection, name: str, types: str = "text") -> str:
-    """A fresh database holding the stand-in product tables (dropped first if left over)."""
-    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def create_product_database(admin: psycopg.Connection, name: str, types: str = "text",
+                            partitioned: bool = False) -> str:
+    """A fresh database holding the stand-in product tables (dropped first if left over);
+    partitioned: call_sessions by month with pg_partman, its maintenance job in pg_cron."""
+    drop_product_database(admin, name)
     admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
                   .format(sql.Identifier(name)))
-    psql(name, "-v", f"types={types}", "-f", str(ROOT / "stand-in" / "messenger_service.sql"))
+    psql(name, "-v", f"types={types}", "-v", f"partitioned={'on' if partitioned else 'off'}",
+         "-f", str(ROOT / "stand-in" / "messenger_service.sql"))
     return dsn_for(name)
+
+
+def partman_job_name(database: str) -> str:
+    """The pg_cron job of pg_partman's maintenance the partitioned stand-in schedules."""
+    return f"partman-maintenance-{database}"
+
+
+def drop_product_database(admin: psycopg.Connection, name: str) -> None:
+    """Drops it, and the partitioned stand-in's job, which lives in cron.database_name (admin's)."""
+    if admin.execute("SELECT to_regclass('cron.job') IS NOT NULL").fetchone()[0]:
+        admin.execute("SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = %s", (partman_job_name(name),))
+    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def psql(database: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -148,3 +169,41 @@ def product_rows(conn: psycopg.Connection) -> tuple:
 
 def reaper_objects(conn: psycopg.Connection) -> list[str]:
     return sorted(str(r[0]) for r in conn.execute(REAPER_OBJECTS_SQL))
+
+
+class Writer(threading.Thread):
+    """The product writing while a deploy runs: every 5 ms a new call, the previous one's
+    updated_at moved and an outbox row, on its own connection, each statement timed."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(daemon=True)
+        self.dsn = dsn
+        self.stop = threading.Event()
+        self.waits: list[float] = []
+        self.error: psycopg.Error | None = None
+
+    def timed(self, conn: psycopg.Connection, query: str, params: tuple) -> None:
+        started = time.monotonic()
+        conn.execute(query, params)
+        self.waits.append(time.monotonic() - started)
+
+    def run(self) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                previous = None
+                while not self.stop.is_set():
+                    call = uuid.uuid4()
+                    self.timed(conn, """
+                        INSERT INTO messenger.call_sessions
+                               (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+                        VALUES (%s, gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', now(), now())""", (call,))
+                    if previous is not None:
+                        self.timed(conn, "UPDATE messenger.call_sessions SET updated_at = now() WHERE call_id = %s",
+                                   (previous,))
+                    self.timed(conn, """
+                        INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
+                        VALUES ('MessageCreated', 'User', 'user:' || gen_random_uuid(), %s, '{}')""", (call,))
+                    previous = call
+                    time.sleep(0.005)
+        except psycopg.Error as exc:  # reported by the test, not lost in the thread
+            self.error = exc

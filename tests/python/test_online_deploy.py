@@ -9,50 +9,13 @@ on its own connection, timing each statement, for as long as `sqitch deploy` run
 
 from __future__ import annotations
 
-import threading
 import time
-import uuid
 
 import psycopg
-from adoption_support import create_product_database, product_rows, sqitch
+from adoption_support import Writer, create_product_database, product_rows, sqitch
 
 CALLS = 1_000_000
 GOAL_S = 1.0
-
-
-class Writer(threading.Thread):
-    def __init__(self, dsn: str) -> None:
-        super().__init__(daemon=True)
-        self.dsn = dsn
-        self.stop = threading.Event()
-        self.waits: list[float] = []
-        self.error: psycopg.Error | None = None
-
-    def timed(self, conn: psycopg.Connection, query: str, params: tuple) -> None:
-        started = time.monotonic()
-        conn.execute(query, params)
-        self.waits.append(time.monotonic() - started)
-
-    def run(self) -> None:
-        try:
-            with psycopg.connect(self.dsn, autocommit=True) as conn:
-                previous = None
-                while not self.stop.is_set():
-                    call = uuid.uuid4()
-                    self.timed(conn, """
-                        INSERT INTO messenger.call_sessions
-                               (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
-                        VALUES (%s, gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', now(), now())""", (call,))
-                    if previous is not None:
-                        self.timed(conn, "UPDATE messenger.call_sessions SET updated_at = now() WHERE call_id = %s",
-                                   (previous,))
-                    self.timed(conn, """
-                        INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
-                        VALUES ('MessageCreated', 'User', 'user:' || gen_random_uuid(), %s, '{}')""", (call,))
-                    previous = call
-                    time.sleep(0.005)
-        except psycopg.Error as exc:  # reported by the test, not lost in the thread
-            self.error = exc
 
 
 def test_deploy_onto_a_million_calls_under_a_live_writer(conn):

@@ -121,8 +121,8 @@ def child_table(conn):
     Requested before make_conn, so the product's connection is closed before the drop.
     """
     conn.execute("CREATE SCHEMA reaper_race_test")
-    # The key of call_sessions is call_id, or (call_id, started_at) once the service partitioned
-    # it (the suite runs on the table make test partitioned): reference whichever it is.
+    # The key of call_sessions is call_id, or (call_id, started_at) where the service partitioned
+    # it (the stand-in's partitioned variant): reference whichever it is.
     key = conn.execute(
         "SELECT string_agg(a.attname, ', ' ORDER BY array_position(i.indkey, a.attnum))"
         "  FROM pg_index AS i JOIN pg_attribute AS a"
