@@ -76,6 +76,7 @@ class MetricSpec:
     ``source`` maps each sample's label values to the column that holds its value. A
     histogram names the stem of its four columns (<stem>_bounds, _buckets, _count, _sum).
     ``source=None`` is the scrape's own health (``up``): 1 when the row arrived, else 0.
+    ``optional``: a NULL column means "not known" and its sample is left out, not reported as 0.
     """
 
     name: str
@@ -84,6 +85,7 @@ class MetricSpec:
     labels: tuple[str, ...] = ()
     source: Mapping[tuple[str, ...], str] | None = None
     convert: Callable[[Any], float] = _number
+    optional: bool = False
 
     def family(self) -> Metric:
         return _FAMILY_TYPES[self.type](PREFIX + self.name, self.help, labels=list(self.labels))
@@ -156,6 +158,15 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("lock_ttl_seconds", "gauge",
                "Configured lock_ttl: the longest anything may hold the single-runner lock.",
                source={(): "lock_ttl"}, convert=_seconds),
+    MetricSpec("job_failing", "gauge",
+               "1 when the last finished run of this pg_cron job of the reaper failed (in "
+               "libpq mode: could not connect), 0 when it succeeded; no sample while unknown "
+               "(no run yet, no pg_cron, or a job the deploying role cannot see). The label is cron_job: "
+               "job is Prometheus's own target label.",
+               ("cron_job",), {("messenger-call-timeout-reaper",): "job_failing_reaper",
+                               ("messenger-call-reaper-purge",): "job_failing_purge",
+                               ("messenger-call-reaper-warden",): "job_failing_warden"},
+               convert=_flag, optional=True),
 )
 
 
@@ -178,6 +189,8 @@ def _families(row: dict | None) -> list[Metric]:
                 family.add_metric(list(labels), buckets, row[stem + "_sum"])
         else:
             for labels, column in spec.source.items():
+                if spec.optional and row[column] is None:
+                    continue
                 family.add_metric(list(labels), spec.convert(row[column]))
         families.append(family)
     return families

@@ -25,6 +25,9 @@ BEGIN;
 -- since when): how long it has been held as best known (0 when free or when nothing is known),
 -- whether the warden that saw its holder may end it, and lock_ttl, so an alert can tell a
 -- holder nobody will end (a superuser's session, or no warden with scheduler=none).
+-- The pg_cron jobs (messenger.call_reaper_jobs): per job, whether its last finished run failed,
+-- NULL when unknown (no run yet, not visible to the deployer, no pg_cron), so a job that is
+-- scheduled but cannot run (libpq mode without an authentication rule) raises an alert.
 --
 -- SECURITY DEFINER so the exporter's role (messenger_call_reaper_monitor) needs EXECUTE on this
 -- function and nothing else: it never gets a privilege on a call, outbox or state table. It
@@ -35,7 +38,7 @@ BEGIN;
 -- their page counts make the planner estimate about 50 million for this statement, far past the
 -- JIT thresholds: it then spent 1.4 s compiling what runs in a millisecond, past the exporter's
 -- statement timeout (tests/python/test_jit.py).
--- Reworked after v1.1.0 with three more columns: dropped and created again (CREATE OR REPLACE
+-- Reworked after v1.1.0 with six more columns: dropped and created again (CREATE OR REPLACE
 -- cannot change a row type), with the release's owner and grant.
 DROP FUNCTION IF EXISTS messenger.call_reaper_metrics();
 CREATE FUNCTION messenger.call_reaper_metrics()
@@ -64,7 +67,10 @@ RETURNS TABLE (
     polling_interval        interval,
     lock_held_seconds       double precision,
     lock_warden_can_end     boolean,
-    lock_ttl                interval)
+    lock_ttl                interval,
+    job_failing_reaper      boolean,
+    job_failing_purge       boolean,
+    job_failing_warden      boolean)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
@@ -84,6 +90,8 @@ WITH s AS MATERIALIZED (
       FROM messenger.call_reaper_lock_holder() AS h
      ORDER BY h.held_since NULLS LAST
      LIMIT 1
+), jobs AS MATERIALIZED (
+    SELECT j.kind, j.failing FROM messenger.call_reaper_jobs() AS j
 ), idle AS MATERIALIZED (
     -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
     -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
@@ -128,13 +136,16 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        s.polling_interval,
        coalesce((SELECT greatest(extract(epoch FROM now() - lk.held_since)::double precision, 0) FROM lk), 0),
        coalesce((SELECT lk.warden_can_end FROM lk), false),
-       s.lock_ttl
+       s.lock_ttl,
+       (SELECT j.failing FROM jobs AS j WHERE j.kind = 'reaper'),
+       (SELECT j.failing FROM jobs AS j WHERE j.kind = 'purge'),
+       (SELECT j.failing FROM jobs AS j WHERE j.kind = 'warden')
   FROM messenger.call_reaper_counters AS k
  CROSS JOIN s
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
-$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
+$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
 
 REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant

@@ -22,11 +22,15 @@ BEGIN;
 --   lock_warden_can_end whether the warden that has seen it may end it (false: a superuser's
 --                       backend and a warden that is not one); NULL while no warden has seen it
 --                       (with scheduler=none and no check run from outside: never)
+--   jobs                each of the reaper's pg_cron jobs with how its last finished run ended
+--                       (messenger.call_reaper_jobs: job, last_status, last_end, last_error), so
+--                       a job that is scheduled and active but fails every run (libpq mode
+--                       without an authentication rule) shows here; '[]' without pg_cron
 -- Changes nothing, takes no lock. SECURITY INVOKER: it reads cron.job and the job's CALLs in
 -- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
 -- call_reaper_lock_holder (with the deployer's, as the warden sees it); EXECUTE is revoked from
 -- PUBLIC.
--- Reworked after v1.1.0 with four more OUT columns, so the function is dropped and created
+-- Reworked after v1.1.0 with five more OUT columns, so the function is dropped and created
 -- again (CREATE OR REPLACE cannot change a row type); EXECUTE stays revoked from PUBLIC.
 DROP FUNCTION IF EXISTS messenger.call_reaper_status();
 CREATE FUNCTION messenger.call_reaper_status(
@@ -43,7 +47,8 @@ CREATE FUNCTION messenger.call_reaper_status(
     OUT lock_holder_role    name,
     OUT lock_holder_state   text,
     OUT lock_holder_is_cycle boolean,
-    OUT lock_warden_can_end boolean)
+    OUT lock_warden_can_end boolean,
+    OUT jobs                jsonb)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
@@ -66,6 +71,12 @@ BEGIN
                           LIMIT 1) AS h ON true
       LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
                           ORDER BY o.started_at DESC LIMIT 1) AS r ON true;
+    SELECT coalesce(jsonb_agg(jsonb_build_object('job', j.jobname, 'scheduled', j.jobid IS NOT NULL,
+                                                 'last_status', j.last_status, 'last_end', j.last_end,
+                                                 'last_error', CASE WHEN j.failing THEN j.last_message END)),
+                    '[]'::jsonb)
+      INTO jobs
+      FROM messenger.call_reaper_jobs() AS j;
     -- Dynamic: without pg_cron (scheduler=none) there is no cron.job to name.
     job_scheduled := false;
     IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
@@ -78,7 +89,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS
-$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run. Usage: SELECT * FROM messenger.call_reaper_status();$$;
+$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, and each pg_cron job of the reaper with how its last run ended. Usage: SELECT * FROM messenger.call_reaper_status();$$;
 REVOKE ALL ON FUNCTION messenger.call_reaper_status() FROM PUBLIC;
 
 COMMIT;

@@ -1,5 +1,5 @@
 -- Revert call_timeout_reaper:functions/call_reaper_status from pg
--- Back to the v1.1.0 routine, whose row has four columns fewer: this one goes first (CREATE OR
+-- Back to the v1.1.0 routine, whose row has five columns fewer: this one goes first (CREATE OR
 -- REPLACE cannot change a row type), then its own deploy script creates it.
 
 BEGIN;

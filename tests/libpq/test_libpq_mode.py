@@ -5,8 +5,9 @@ authentication rule, and a job that cannot connect must be loud, not silently sc
 scripts/test-in-cluster runs this file (SUITE=libpq) in a cluster of its own started with
 cron.use_background_workers = off and cron.host = the server's socket directory, with the
 reaper deployed and no rule for the job role yet. In order:
-1. without a rule, the reaper's job fails on every run ('connection failed') and a due call
-   stays Ringing;
+1. without a rule, the reaper's job fails on every run ('connection failed'), a due call stays
+   Ringing, and call_reaper_status() and call_reaper_metrics() (the exporter's
+   job_failing, alert CallReaperJobFailing, promtool-tested) say so;
 2. with the documented rule (README "Server settings": a peer map from the server's OS user to
    messenger_call_reaper on the socket), the scheduled job closes the due call with its push
    and the deployer's warden job runs.
@@ -90,6 +91,11 @@ def test_without_a_rule_the_job_role_cannot_connect_and_nothing_is_closed(conn, 
     assert "connection failed" in message
     assert runs_since(conn, JOB_NAME, since, "succeeded") == 0
     assert call_rows(conn, [due_call["call_id"]])[due_call["call_id"]]["status"] == "Ringing"
+    # Loud where a DBA and Prometheus look, not only in pg_cron's own table.
+    (jobs,) = conn.execute("SELECT jobs FROM messenger.call_reaper_status()").fetchone()
+    reaper = next(j for j in jobs if j["job"] == JOB_NAME)
+    assert (reaper["scheduled"], reaper["last_status"], reaper["last_error"]) == (True, "failed", "connection failed")
+    assert conn.execute("SELECT job_failing_reaper FROM messenger.call_reaper_metrics()").fetchone()[0] is True
 
 
 @pytest.fixture
@@ -121,3 +127,4 @@ def test_with_the_documented_rule_the_job_closes_due_calls_and_the_warden_runs(c
              " WHERE j.jobname = %s AND d.runid > %s AND d.status IN ('running', 'succeeded')",
              [WARDEN_JOB_NAME, since], MINUTE_AND_A_TICK, f"a run of {WARDEN_JOB_NAME}")
     assert runs_since(conn, WARDEN_JOB_NAME, since, "failed") == 0
+    assert conn.execute("SELECT job_failing_warden FROM messenger.call_reaper_metrics()").fetchone()[0] is not True

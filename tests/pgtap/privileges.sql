@@ -43,6 +43,7 @@ SELECT bag_eq(
       ('messenger.call_reaper_phases()', 'deployer', false, false),
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
+      ('messenger.call_reaper_jobs()', 'deployer', true, true),
       ('messenger.call_reaper_lock_holder()', 'deployer', true, true),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_owner', true, true),
       ('messenger.call_reaper_status()', 'deployer', false, true),
@@ -103,7 +104,8 @@ SELECT bag_eq(
       ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_operator'),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_operator'),
-      ('messenger.call_reaper_lock_holder()', 'messenger_call_reaper_owner')$$,
+      ('messenger.call_reaper_lock_holder()', 'messenger_call_reaper_owner'),
+      ('messenger.call_reaper_jobs()', 'messenger_call_reaper_owner')$$,
     'who may execute routines of messenger, beside their owners: nobody else');
 
 -- Tables and sequences: every table of the reaper is the deployer's (an owner holds every

@@ -69,7 +69,7 @@ def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused
     collected = [(f.name, f.type, f.documentation) for f in collector.collect()]
     collector.close()
     assert collected == described
-    assert len(described) == len(METRICS) == 15
+    assert len(described) == len(METRICS) == 16
 
 
 def test_every_metrics_column_feeds_exactly_one_family(conn):
