@@ -23,6 +23,8 @@ BEGIN;
 -- EXECUTE stays granted to PUBLIC: every role that writes call_sessions evaluates it through the
 -- index (without EXECUTE a session would not inline it and its writes would fail), and it reads
 -- nothing but its arguments.
+-- Reverting stops (55000) while an index that is not the reaper's uses the function: the v1.1.0
+-- revert that follows would drop every index on it. The reaper's own are the index changes'.
 CREATE OR REPLACE FUNCTION messenger.call_due_key(status anyelement, started_at timestamptz, updated_at timestamptz)
 RETURNS timestamptz
 LANGUAGE sql

@@ -1,63 +1,59 @@
 -- Deploy call_timeout_reaper:indexes/ix_call_due to pg
 -- The one index of the due rule (messenger.call_due_key): active calls by (status, due key,
--- call_id). A phase's claim is `status = <phase status> AND call_due_key(...) <= cutoff ORDER BY
--- call_due_key(...), call_id`: a range scan from the phase's oldest due call that stops at the
--- cutoff or the batch size, so an idle cycle reads no entry of a live or archived call. status
--- leads so the two phases' keys (started_at, updated_at) never interleave: a Ringing claim
--- never walks live Answered calls. Partial on "has a due key" (= active), which any
--- `call_due_key(...) <= x` implies, so a query needs no second status test to use it.
+-- call_id), partial on "has a due key" (= active); why so: docs/design.md, "One index of the
+-- due rule".
 --
--- Built online on the messenger service's live table: writers never wait for the build, which
--- itself waits for the transactions already running on the table.
+-- Built online on the messenger service's live table, and owned by record, never by name:
 -- No transaction: CREATE INDEX CONCURRENTLY cannot run in one.
---   * An interrupted build leaves an INVALID index behind, which IF NOT EXISTS would keep: it
---     is dropped first, so running the deploy again rebuilds it.
+--   * First, whatever an earlier failed or cancelled build of the reaper's left (recorded in
+--     messenger.call_reaper_indexes, INVALID or attached to nothing) is dropped.
+--   * messenger._call_reaper_index_claim records an index before its build starts, keeps the
+--     reaper's own (v1.1.0's included: no rebuild on upgrade), uses a product index of this name
+--     and definition as the product's (never dropped), and refuses any other (55000).
 --   * A partitioned call_sessions cannot be indexed concurrently as a whole: the index is made
 --     on the parent only (instant), each partition's is built concurrently and attached, and
---     partitions made later get theirs from the parent.
---   * The comment marks the index as the reaper's: revert drops only a marked one.
+--     partitions made later get theirs from the parent. The two steps that lock the product's
+--     table (ON ONLY: SHARE on the parent; ATTACH) wait 100 ms at a time and retry
+--     (messenger._call_reaper_with_lock_retries), so no writer queues longer behind them.
+--   * The comment is v1.1.0's mark: its revert, which a full revert still runs, drops only a
+--     marked index.
 
-SELECT c.relkind = 'p' AS partitioned
+\set definition '(status, messenger.call_due_key(status, started_at, updated_at), call_id) WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL'
+
+SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
+
+SELECT c.relkind = 'p' AS partitioned,
+       messenger._call_reaper_index_claim('indexes/ix_call_due', c.oid, 'ix_call_due', :'definition') AS build
   FROM pg_catalog.pg_class AS c WHERE c.oid = 'messenger.call_sessions'::pg_catalog.regclass \gset
 
-SELECT pg_catalog.format('DROP INDEX CONCURRENTLY %s', x.oid::pg_catalog.regclass)
-  FROM pg_catalog.pg_index AS i
-  JOIN pg_catalog.pg_class AS x ON x.oid = i.indexrelid
- WHERE NOT i.indisvalid AND x.relkind = 'i'
-   AND (x.oid = pg_catalog.to_regclass('messenger.ix_call_due')
-        OR (x.relname LIKE '%\_ix\_call\_due'
-            AND i.indrelid IN (SELECT h.inhrelid FROM pg_catalog.pg_inherits AS h
-                                WHERE h.inhparent = 'messenger.call_sessions'::pg_catalog.regclass))) \gexec
-
 \if :partitioned
--- ON ONLY builds nothing; its brief SHARE lock on the parent is bounded.
-SET lock_timeout = '5s';
-CREATE INDEX IF NOT EXISTS ix_call_due ON ONLY messenger.call_sessions
-    (status, messenger.call_due_key(status, started_at, updated_at), call_id)
-    WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL;
-RESET lock_timeout;
-SELECT 'COMMENT ON INDEX messenger.ix_call_due IS ''Added by call_timeout_reaper: the due rule''''s index (indexes/ix_call_due).'''
- WHERE pg_catalog.obj_description('messenger.ix_call_due'::pg_catalog.regclass, 'pg_class') IS NULL \gexec
--- Partitions not yet covered by an attached index: build one online and attach it.
-SELECT pg_catalog.format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON %s (status, messenger.call_due_key(status, started_at, updated_at), call_id) WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL',
-                         pg_catalog.left(p.relname, 50) || '_ix_call_due', p.oid::pg_catalog.regclass),
-       pg_catalog.format('ALTER INDEX messenger.ix_call_due ATTACH PARTITION %I.%I',
-                         n.nspname, pg_catalog.left(p.relname, 50) || '_ix_call_due')
+\if :build
+SELECT messenger._call_reaper_with_lock_retries(
+           pg_catalog.format('CREATE INDEX ix_call_due ON ONLY messenger.call_sessions %s', :'definition')) AS tries \gset
+COMMENT ON INDEX messenger.ix_call_due IS 'Added by call_timeout_reaper: the due rule''s index (indexes/ix_call_due).';
+\endif
+-- Partitions of the reaper's index not yet covered: each claimed (all recorded before the first
+-- build), built online, attached.
+SELECT CASE WHEN messenger._call_reaper_index_claim('indexes/ix_call_due', p.oid, x.name, :'definition',
+                                                    false, 'ix_call_due')
+            THEN pg_catalog.format('CREATE INDEX CONCURRENTLY %I ON %s %s', x.name, p.oid::pg_catalog.regclass, :'definition') END,
+       pg_catalog.format('SELECT messenger._call_reaper_with_lock_retries(%L)',
+                         pg_catalog.format('ALTER INDEX messenger.ix_call_due ATTACH PARTITION %I.%I', n.nspname, x.name))
   FROM pg_catalog.pg_inherits AS h
   JOIN pg_catalog.pg_class AS p ON p.oid = h.inhrelid
   JOIN pg_catalog.pg_namespace AS n ON n.oid = p.relnamespace
+ CROSS JOIN LATERAL (SELECT (pg_catalog.left(p.relname, 50) || '_ix_call_due')::name) AS x (name)
  WHERE h.inhparent = 'messenger.call_sessions'::pg_catalog.regclass
+   AND EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
+                WHERE (r.index_schema, r.index_name) = ('messenger', 'ix_call_due'))
    AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits AS a
                      JOIN pg_catalog.pg_index AS ai ON ai.indexrelid = a.inhrelid
                     WHERE a.inhparent = 'messenger.ix_call_due'::pg_catalog.regclass
                       AND ai.indrelid = p.oid)
  ORDER BY p.oid \gexec
 \else
-SELECT pg_catalog.to_regclass('messenger.ix_call_due') IS NULL AS build \gset
 \if :build
-CREATE INDEX CONCURRENTLY ix_call_due ON messenger.call_sessions
-    (status, messenger.call_due_key(status, started_at, updated_at), call_id)
-    WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL;
+CREATE INDEX CONCURRENTLY ix_call_due ON messenger.call_sessions :definition;
 COMMENT ON INDEX messenger.ix_call_due IS 'Added by call_timeout_reaper: the due rule''s index (indexes/ix_call_due).';
 \endif
 \endif

@@ -1,15 +1,21 @@
 -- Deploy call_timeout_reaper:indexes/ux_realtime_outbox_call_event to pg
 -- Never push twice: at most one CallMissed/CallEnded row per (kind, call, recipient), enforced by
 -- the database rather than trusted to every writer. Built online on the messenger service's
--- live outbox.
+-- live outbox, and owned by record, never by name.
 -- No transaction: CREATE INDEX CONCURRENTLY cannot run in one.
 --   * Rows that already break the rule would fail the build after it read the whole table:
 --     they stop the deploy first (SQLSTATE 23505), with the query that lists them. Nothing is
 --     deleted: which duplicate to keep is the messenger team's call.
+--   * Whatever an earlier failed or cancelled build of the reaper's left (recorded in
+--     messenger.call_reaper_indexes, INVALID) is dropped.
 --   * A unique index the messenger service already has on exactly these columns (for all
 --     kinds) is the same guarantee: nothing is built.
---   * An INVALID index of this name (an interrupted build) is dropped and built again.
---   * The comment marks the index as the reaper's: revert drops only a marked one.
+--   * messenger._call_reaper_index_claim records the index before its build starts, keeps the
+--     reaper's own (v1.1.0's included), uses a product index of this name and definition as the
+--     product's (never dropped), and refuses any other (55000).
+--   * The comment is v1.1.0's mark, which that release's revert looks for.
+
+\set definition '(kind, reference_id, target_id) WHERE kind IN (''CallMissed'', ''CallEnded'')'
 
 DO $$
 DECLARE
@@ -29,13 +35,10 @@ BEGIN
 END
 $$;
 
-SELECT pg_catalog.format('DROP INDEX CONCURRENTLY %s', i.indexrelid::pg_catalog.regclass)
-  FROM pg_catalog.pg_index AS i
- WHERE i.indexrelid = pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event')
-   AND NOT i.indisvalid \gexec
+SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
 
 SELECT pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event') IS NULL
-       AND NOT EXISTS (
+       AND EXISTS (
            SELECT FROM pg_catalog.pg_index AS i
             WHERE i.indrelid = 'messenger.realtime_outbox'::pg_catalog.regclass
               AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
@@ -43,14 +46,16 @@ SELECT pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event') IS NULL
               AND (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attname)
                      FROM pg_catalog.pg_attribute AS a
                     WHERE a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)) = '{kind,reference_id,target_id}')
-       AS build \gset
+       AS equivalent \gset
 
+\if :equivalent
+\echo 'messenger.realtime_outbox already has a unique index on (kind, reference_id, target_id): nothing to build'
+\else
+SELECT messenger._call_reaper_index_claim('indexes/ux_realtime_outbox_call_event', 'messenger.realtime_outbox'::pg_catalog.regclass,
+                                          'ux_realtime_outbox_call_event', :'definition', true) AS build \gset
 \if :build
-CREATE UNIQUE INDEX CONCURRENTLY ux_realtime_outbox_call_event
-    ON messenger.realtime_outbox (kind, reference_id, target_id)
-    WHERE kind IN ('CallMissed', 'CallEnded');
+CREATE UNIQUE INDEX CONCURRENTLY ux_realtime_outbox_call_event ON messenger.realtime_outbox :definition;
 COMMENT ON INDEX messenger.ux_realtime_outbox_call_event IS
     'Added by call_timeout_reaper: at most one CallMissed/CallEnded row per call and recipient (indexes/ux_realtime_outbox_call_event).';
-\else
-\echo 'messenger.realtime_outbox already has a unique index on (kind, reference_id, target_id): nothing to build'
+\endif
 \endif

@@ -1,29 +1,40 @@
 -- Revert call_timeout_reaper:functions/call_due_key from pg
+-- No transaction: the leftovers of a failed index build go with DROP INDEX CONCURRENTLY.
+--   * An index that is not the reaper's (neither recorded in messenger.call_reaper_indexes with
+--     its shape, nor marked by v1.1.0's comment) and uses call_due_key, a PUBLIC function a
+--     product index may use: refused (55000) before anything changes. The v1.1.0 revert this
+--     one leads to drops every index on the function.
+--   * Sqitch runs this revert after indexes/ix_call_due failed (it never runs the failed
+--     change's own): whatever that build left of the reaper's goes.
+--   * Then the released definition is restored (the same function).
 
-BEGIN;
-
--- A failed indexes/ix_call_due (Sqitch reverts only the changes before the one that failed)
--- can leave an index built on this function: on a partitioned table the parent's, or an
--- INVALID one. Whatever index depends on the reaper's function is the reaper's: it goes first.
 DO $$
 DECLARE
-    v_index regclass;
+    v_indexes text;
 BEGIN
-    SET LOCAL lock_timeout = '10s';
-    FOR v_index IN
-        SELECT d.objid::regclass
-          FROM pg_catalog.pg_depend AS d
-          JOIN pg_catalog.pg_class AS c ON c.oid = d.objid
-         WHERE d.classid = 'pg_catalog.pg_class'::regclass
-           AND d.refclassid = 'pg_catalog.pg_proc'::regclass
-           AND d.refobjid = pg_catalog.to_regprocedure('messenger.call_due_key(anyelement, timestamptz, timestamptz)')
-           AND c.relkind IN ('i', 'I')
-           AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits AS h WHERE h.inhrelid = c.oid)
-    LOOP
-        EXECUTE format('DROP INDEX IF EXISTS %s', v_index);
-    END LOOP;
+    SELECT pg_catalog.string_agg(d.objid::pg_catalog.regclass::text, ', ' ORDER BY d.objid)
+      INTO v_indexes
+      FROM pg_catalog.pg_depend AS d
+      JOIN pg_catalog.pg_class AS c ON c.oid = d.objid
+      JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+     WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+       AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND d.refobjid = 'messenger.call_due_key(anyelement, timestamptz, timestamptz)'::pg_catalog.regprocedure
+       AND c.relkind IN ('i', 'I')
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits AS h WHERE h.inhrelid = c.oid)
+       AND coalesce(pg_catalog.obj_description(c.oid, 'pg_class') NOT LIKE 'Added by call\_timeout\_reaper:%', true)
+       AND NOT EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
+                        WHERE (r.index_schema, r.index_name) = (n.nspname, c.relname)
+                          AND r.shape = messenger._call_reaper_index_shape(c.oid));
+    IF v_indexes IS NOT NULL THEN
+        RAISE EXCEPTION 'messenger.call_due_key is used by an index that is not the reaper''s: %; nothing was reverted', v_indexes
+            USING ERRCODE = '55000',
+                  DETAIL = 'Reverting the reaper further drops every index on messenger.call_due_key (the v1.1.0 revert of functions/call_due_key), the product''s included.',
+                  HINT = 'Drop or redefine that index first (it is the messenger service''s), then revert again.';
+    END IF;
 END
 $$;
-DROP FUNCTION IF EXISTS messenger.call_due_key(anyelement, timestamptz, timestamptz);
 
-COMMIT;
+SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
+
+\ir ../../deploy/functions/call_due_key@v1.0.0.sql

@@ -1,11 +1,8 @@
 -- Revert call_timeout_reaper:indexes/ux_realtime_outbox_call_event from pg
--- Only the index the deploy made (its comment says so), online.
--- No transaction: DROP INDEX CONCURRENTLY, so that no writer waits, cannot run in one. The outbox rows stay, the ones the reaper
--- wrote included: they are pushes still to be delivered.
+-- Back to v1.1.0's index: the reaper's valid ux_realtime_outbox_call_event stays, with v1.1.0's
+-- comment (that release's revert, next in a full revert, drops it); a product's index of the name
+-- or on the same columns was never recorded and stays too. The outbox rows stay, the ones the
+-- reaper wrote included: they are pushes still to be delivered.
+-- No transaction: an unfinished build of the reaper's goes with DROP INDEX CONCURRENTLY.
 
-SELECT coalesce(pg_catalog.obj_description(pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event'), 'pg_class')
-                LIKE 'Added by call\_timeout\_reaper:%', false) AS ours \gset
-
-\if :ours
-DROP INDEX CONCURRENTLY messenger.ux_realtime_outbox_call_event;
-\endif
+SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec

@@ -23,6 +23,10 @@ SELECT bag_eq(
        WHERE p.pronamespace = 'messenger'::regnamespace$$,
     $$VALUES
       ('messenger._call_reaper_quarantine_released()', 'messenger_call_reaper_owner', true, true),
+      ('messenger._call_reaper_index_claim(text,regclass,name,text,boolean,name)', 'deployer', false, true),
+      ('messenger._call_reaper_index_leftovers()', 'deployer', false, true),
+      ('messenger._call_reaper_index_shape(regclass)', 'deployer', false, true),
+      ('messenger._call_reaper_with_lock_retries(text)', 'deployer', false, true),
       ('messenger._call_reaper_settings_guard()', 'deployer', false, true),
       ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_owner', false, true),
       ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),

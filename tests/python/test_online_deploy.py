@@ -46,7 +46,7 @@ def test_deploy_onto_a_million_calls_under_a_live_writer(conn):
         # An earlier deploy interrupted in the middle of the due index's build (cancelled, as a
         # DBA's Ctrl-C or a statement_timeout would) leaves an INVALID index behind.
         # An old snapshot held elsewhere makes the build wait at its end, where it is cancelled.
-        sqitch("deploy", db, "--set", "scheduler=none", "--to", "functions/call_due_key")
+        sqitch("deploy", db, "--set", "scheduler=none", "--to", "functions/call_due_key@v1.1.0")
         with psycopg.connect(dsn) as holder:
             holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             holder.execute("SELECT count(*) FROM messenger.realtime_outbox")

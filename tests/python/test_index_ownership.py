@@ -1,0 +1,331 @@
+"""The reaper's indexes are its own by record and definition, a failed build leaves nothing, and
+the locks it takes on the product's tables queue no writer for long.
+
+Each test makes a database with the messenger service's stand-in tables (tests/python/
+adoption_support.py), optionally turns call_sessions into a simple declaratively partitioned
+table (three monthly partitions and a default, as a service's own migration would), and runs
+sqitch as a DBA would (--set scheduler=none). Fresh deploys run v1.1.0's index changes first
+(Sqitch's rework keeps them in the plan); the reworked changes build only what v1.1.0 did not
+leave, so the tests that cancel a build deploy @v1.1.0 and drop its index first: a v1.1.0
+database whose index the service's own migration took away (it re-created the table).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import psycopg
+import pytest
+from adoption_support import ROOT, create_product_database, sqitch
+
+NO_CRON = ("--set", "scheduler=none")
+
+# Every index on the product's two tables and their partitions, with validity and comment:
+# what a failed deploy must give back exactly.
+TABLE_INDEXES_SQL = """
+SELECT format('%s valid=%s comment=%s', pg_get_indexdef(i.indexrelid), i.indisvalid,
+              obj_description(i.indexrelid, 'pg_class'))
+  FROM pg_index AS i
+ WHERE i.indrelid IN (SELECT 'messenger.call_sessions'::regclass UNION ALL SELECT 'messenger.realtime_outbox'::regclass
+                      UNION ALL SELECT inhrelid FROM pg_inherits WHERE inhparent = 'messenger.call_sessions'::regclass)
+"""
+
+PARTITIONED = """
+ALTER TABLE messenger.call_sessions RENAME TO call_sessions_plain;
+CREATE TABLE messenger.call_sessions (LIKE messenger.call_sessions_plain INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+    PARTITION BY RANGE (started_at);
+DROP TABLE messenger.call_sessions_plain;
+ALTER TABLE messenger.call_sessions ADD PRIMARY KEY (call_id, started_at);
+CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
+    WHERE status IN ('Ringing', 'Answered');
+CREATE TABLE messenger.call_sessions_m0 PARTITION OF messenger.call_sessions
+    FOR VALUES FROM (date_trunc('month', now()) - interval '2 months') TO (date_trunc('month', now()) - interval '1 month');
+CREATE TABLE messenger.call_sessions_m1 PARTITION OF messenger.call_sessions
+    FOR VALUES FROM (date_trunc('month', now()) - interval '1 month') TO (date_trunc('month', now()));
+CREATE TABLE messenger.call_sessions_m2 PARTITION OF messenger.call_sessions
+    FOR VALUES FROM (date_trunc('month', now())) TO (date_trunc('month', now()) + interval '1 month');
+CREATE TABLE messenger.call_sessions_default PARTITION OF messenger.call_sessions DEFAULT;
+ALTER TABLE messenger.call_sessions OWNER TO messenger_service;
+ALTER TABLE messenger.call_sessions_m0 OWNER TO messenger_service;
+ALTER TABLE messenger.call_sessions_m1 OWNER TO messenger_service;
+ALTER TABLE messenger.call_sessions_m2 OWNER TO messenger_service;
+ALTER TABLE messenger.call_sessions_default OWNER TO messenger_service;
+GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_sessions TO messenger_app;
+"""
+
+# A call in the month before this one: it lands in call_sessions_m1, the second partition built.
+CALL_IN_M1 = """
+INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
+                                     started_at, answered_at, ended_at, updated_at, duration_seconds)
+VALUES (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ended', 'Hangup',
+        date_trunc('month', now()) - interval '10 days', date_trunc('month', now()) - interval '10 days',
+        date_trunc('month', now()) - interval '10 days', date_trunc('month', now()) - interval '10 days', 1)
+"""
+OUTBOX_ROW = """
+INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)
+VALUES ('MessageCreated', 'User', 'user:' || gen_random_uuid(), gen_random_uuid(), '{}')
+"""
+
+
+def product_db(admin: psycopg.Connection, name: str, partitioned: bool, calls: int = 3000) -> str:
+    dsn = create_product_database(admin, name, "text")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if partitioned:
+            conn.execute(PARTITIONED)
+        # Ended calls spread over the three months (the reaper's index holds none of them).
+        conn.execute(f"""
+            INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
+                                                 started_at, answered_at, ended_at, updated_at, duration_seconds)
+            SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ended', 'Hangup', t, t, t, t, 1
+              FROM generate_series(1, {calls}) AS g,
+                   LATERAL (SELECT date_trunc('month', now()) - interval '2 months' + g * (interval '80 days' / {calls})) AS x (t)""")
+        conn.execute("INSERT INTO messenger.realtime_outbox (kind, target_kind, target_id, reference_id, payload)"
+                     " SELECT 'MessageCreated', 'User', 'user:' || gen_random_uuid(), gen_random_uuid(), '{}'"
+                     " FROM generate_series(1, 1000)")
+    return dsn
+
+
+def table_indexes(conn: psycopg.Connection) -> list[str]:
+    return sorted(r[0] for r in conn.execute(TABLE_INDEXES_SQL))
+
+
+def deployed_changes(conn: psycopg.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT change FROM sqitch.changes ORDER BY committed_at, change")]
+
+
+def release_without(conn: psycopg.Connection, db: str, index: str) -> None:
+    """v1.1.0 deployed, then its `index` gone (the service re-created its table, say)."""
+    sqitch("deploy", db, *NO_CRON, "--to", "@v1.1.0")
+    partitioned = conn.execute("SELECT relkind = 'I' FROM pg_class WHERE oid = %s::regclass",
+                               (f"messenger.{index}",)).fetchone()[0]
+    conn.execute(f"DROP INDEX {'' if partitioned else 'CONCURRENTLY'} messenger.{index}")
+
+
+def wait_for(conn: psycopg.Connection, query: str, params: tuple = (), timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = conn.execute(query, params).fetchone()
+        if row is not None and row[0] is not None:
+            return row[0]
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for: {query} {params}")
+
+
+def build_at(conn: psycopg.Connection, relation: str, phase: str) -> int:
+    """The pid of the CREATE INDEX CONCURRENTLY on `relation` once it is at `phase`."""
+    return wait_for(conn, """SELECT pid FROM pg_stat_progress_create_index
+                              WHERE relid = %s::regclass AND phase = %s""", (relation, phase))
+
+
+WAITS = ["waiting for writers before build", "waiting for writers before validation", "waiting for old snapshots"]
+
+
+def stop_build_at(admin_dsn: str, db: str, relation: str, wait: str, write: str, how: str) -> subprocess.CompletedProcess:
+    """sqitch deploy, whose build on `relation` is held at `wait` by product transactions and
+    then cancelled (as Ctrl-C or a statement_timeout do) or its connection terminated."""
+    with psycopg.connect(admin_dsn) as t1, psycopg.connect(admin_dsn) as t2, psycopg.connect(admin_dsn) as t3, \
+            psycopg.connect(admin_dsn, autocommit=True) as watch:
+        t1.execute(write)          # a writer in flight when the build starts: the first wait
+        run = subprocess.Popen(["sqitch", "deploy", *NO_CRON, f"db:pg:{db}"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        pid = build_at(watch, relation, WAITS[0])
+        if wait != WAITS[0]:
+            t2.execute(write)      # writes during the first scan: the build waits again before validating
+            t1.commit()
+            pid = build_at(watch, relation, WAITS[1])
+            if wait != WAITS[1]:
+                t3.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                t3.execute("SELECT count(*) FROM messenger.call_reaper_settings")   # an old snapshot
+                t2.commit()
+                pid = build_at(watch, relation, WAITS[2])
+        signal = "pg_cancel_backend" if how == "cancel" else "pg_terminate_backend"
+        assert watch.execute(f"SELECT {signal}(%s)", (pid,)).fetchone() == (True,)
+        # The product carries on: the reverts' DROP INDEX CONCURRENTLY waits for its transactions.
+        for t in (t1, t2, t3):
+            t.rollback()
+        out, _ = run.communicate(timeout=180)
+    return subprocess.CompletedProcess(run.args, run.returncode, out, "")
+
+
+CASES = [("ix_call_due", False, w, "cancel") for w in WAITS] \
+    + [("ix_call_due", True, w, "cancel") for w in WAITS] \
+    + [("ux_realtime_outbox_call_event", False, WAITS[0], "cancel"),
+       ("ux_realtime_outbox_call_event", False, WAITS[2], "terminate")]
+
+
+@pytest.mark.parametrize("index,partitioned,wait,how", CASES)
+def test_a_build_stopped_at_any_wait_leaves_nothing_and_the_next_deploy_builds_it(conn, index, partitioned, wait, how):
+    db = "idx_stopped"
+    dsn = product_db(conn, db, partitioned)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        release_without(product, db, index)
+        indexes_before = table_indexes(product)
+        changes_before = deployed_changes(product)
+        # On the partitioned table the second partition's build is stopped: the first one's is
+        # built and attached by then, the parent's ON ONLY index exists, the third is recorded.
+        relation = {"ux_realtime_outbox_call_event": "messenger.realtime_outbox"}.get(
+            index, "messenger.call_sessions_m1" if partitioned else "messenger.call_sessions")
+        # A writer's lock on that relation alone (on a partition: not on the parent, whose ON ONLY
+        # index would wait for it), as an INSERT or UPDATE in flight there holds.
+        write = f"LOCK TABLE {relation} IN ROW EXCLUSIVE MODE"
+        done = stop_build_at(dsn, db, relation, wait, write, how)
+        assert done.returncode != 0, done.stdout
+        assert "Reverting" in done.stdout, done.stdout
+        assert table_indexes(product) == indexes_before, \
+            f"the failed deploy left something on the product's tables\n{done.stdout}"
+        assert deployed_changes(product) == changes_before
+        assert product.execute("SELECT to_regclass('messenger.call_reaper_indexes')").fetchone() == (None,)
+
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
+        recorded = product.execute("SELECT count(*) FROM messenger.call_reaper_indexes WHERE index_name = %s",
+                                   (index,)).fetchone()
+        assert recorded == (1,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_a_product_index_named_ix_call_due_is_refused_and_left_as_it_was(conn):
+    db = "idx_product_name"
+    dsn = product_db(conn, db, False)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute("CREATE INDEX ix_call_due ON messenger.call_sessions (callee_user_id)")
+        indexes_before = table_indexes(product)
+        done = sqitch("deploy", db, *NO_CRON, check=False)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0
+        assert "messenger.ix_call_due is not the reaper's index; nothing was changed" in out, out
+        assert "It is USING btree (callee_user_id) on messenger.call_sessions" in out, out
+        assert table_indexes(product) == indexes_before, "the product's ix_call_due was marked, rebuilt or dropped"
+        assert product.execute("SELECT count(*) FROM pg_proc WHERE pronamespace = 'messenger'::regnamespace"
+                               " AND proname LIKE '%reap%'").fetchone() == (0,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_a_product_index_of_the_reapers_definition_is_used_and_never_dropped(conn):
+    db = "idx_product_same"
+    dsn = product_db(conn, db, False)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute("""CREATE UNIQUE INDEX ux_realtime_outbox_call_event ON messenger.realtime_outbox
+                           (kind, reference_id, target_id) WHERE kind IN ('CallMissed', 'CallEnded')""")
+        oid = product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone()
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
+        assert product.execute("SELECT count(*) FROM messenger.call_reaper_indexes"
+                               " WHERE index_name = 'ux_realtime_outbox_call_event'").fetchone() == (0,)
+        sqitch("revert", db, "-y")
+        assert product.execute("SELECT to_regclass('messenger.ux_realtime_outbox_call_event')::oid,"
+                               " obj_description('messenger.ux_realtime_outbox_call_event'::regclass, 'pg_class')"
+                               ).fetchone() == (oid[0], None)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_revert_refuses_while_a_product_index_uses_call_due_key(conn):
+    db = "idx_product_due"
+    dsn = product_db(conn, db, False)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        product.execute("CREATE INDEX product_due ON messenger.call_sessions"
+                        " (messenger.call_due_key(status, started_at, updated_at))")
+        indexes_before = table_indexes(product)
+        done = sqitch("revert", db, "-y", check=False)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0
+        assert "messenger.call_due_key is used by an index that is not the reaper's: messenger.product_due" in out, out
+        assert table_indexes(product) == indexes_before
+        product.execute("DROP INDEX messenger.product_due")
+        sqitch("revert", db, "-y")
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_an_upgrade_keeps_the_released_indexes_and_records_them(conn, partitioned):
+    db = "idx_upgrade"
+    dsn = product_db(conn, db, partitioned)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON, "--to", "@v1.1.0")
+        oids = product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
+                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone()
+        sqitch("deploy", db, *NO_CRON)
+        assert product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
+                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == oids, \
+            "the upgrade rebuilt a released index"
+        recorded = [r[0] for r in product.execute("SELECT index_name FROM messenger.call_reaper_indexes ORDER BY 1")]
+        assert recorded == ["ix_call_due", "ux_realtime_outbox_call_event"]
+        sqitch("revert", db, "-y", "--to", "@v1.1.0")
+        assert product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
+                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == oids
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+class Product(threading.Thread):
+    """A writer every 10 ms (insert a call, then an outbox row) with lock_timeout 500 ms, and
+    beside it a transaction that holds a call's row for 3 s, again and again."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(daemon=True)
+        self.dsn = dsn
+        self.stop = threading.Event()
+        self.waits: list[float] = []
+        self.lock_timeouts = 0
+        self.error: psycopg.Error | None = None
+
+    def hold(self) -> None:
+        with psycopg.connect(self.dsn) as conn:
+            while not self.stop.is_set():
+                conn.execute("UPDATE messenger.call_sessions SET updated_at = updated_at"
+                             " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
+                time.sleep(3)
+                conn.commit()
+
+    def run(self) -> None:
+        holder = threading.Thread(target=self.hold, daemon=True)
+        holder.start()
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '500ms'")
+                while not self.stop.is_set():
+                    for statement in (CALL_IN_M1.replace("'Audio'", "'Video'"), OUTBOX_ROW):
+                        started = time.monotonic()
+                        try:
+                            conn.execute(statement)
+                        except psycopg.errors.LockNotAvailable:
+                            self.lock_timeouts += 1
+                        self.waits.append(time.monotonic() - started)
+                    time.sleep(0.01)
+        except psycopg.Error as exc:  # reported by the test, not lost in the thread
+            self.error = exc
+        holder.join(10)
+
+
+def under_product_load(dsn: str, action) -> tuple[float, int, int, float]:
+    product = Product(dsn)
+    product.start()
+    time.sleep(1)
+    started = time.monotonic()
+    action()
+    took = time.monotonic() - started
+    product.stop.set()
+    product.join(15)
+    assert product.error is None, repr(product.error)
+    return max(product.waits), product.lock_timeouts, len(product.waits), took
+
+
+def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(conn):
+    db = "idx_locks"
+    dsn = product_db(conn, db, True, calls=100_000)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        release_without(product, db, "ix_call_due")
+        deploy = under_product_load(dsn, lambda: sqitch("deploy", db, *NO_CRON))
+        sqitch("verify", db, *NO_CRON)
+        revert = under_product_load(dsn, lambda: sqitch("revert", db, "-y", "--to", "@v1.1.0"))
+        calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
+    print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"
+          f" deploy {deploy[3]:.1f} s, longest writer wait {deploy[0] * 1000:.0f} ms over {deploy[2]} statements;"
+          f" revert --to @v1.1.0 {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
+    assert deploy[1] == 0, f"{deploy[1]} writer statements hit lock_timeout = 500ms during the deploy"
+    assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 500ms during the revert"
+    assert deploy[2] > 100 and revert[2] > 10
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
