@@ -40,9 +40,12 @@ from datetime import datetime
 import psycopg
 import pytest
 from ha_cluster import DB, ROOT, HaCluster, wait_until
-from reaper_facts import server_settings
+from reaper_facts import JOB_NAME, server_settings
 
 ETCD_PORTS = (23791, 23801)
+# Run details of the reaper's own job (the purge and warden jobs run too).
+JOB_RUNS = ("cron.job_run_details WHERE jobid = (SELECT jobid FROM cron.job WHERE jobname = '"
+            + JOB_NAME + "')")
 NODES = [("n1", 25432, 28008), ("n2", 25433, 28009)]
 RING_TIMEOUT_S = 5
 LOAD_PER_S = 5
@@ -165,7 +168,7 @@ def _failover(cluster: HaCluster, capsys) -> None:
     loader.start()
     try:
         # pg_cron 1.4 runs a new job at the next minute, or the one after if it loads mid-minute.
-        wait_until(lambda: _one(n1, "SELECT count(*) FROM cron.job_run_details")[0], 130,
+        wait_until(lambda: _one(n1, f"SELECT count(*) FROM {JOB_RUNS}")[0], 130,
                    "the first scheduled run on n1")
         t_steady = time.time()
         # The kill second of the next minute that leaves the backlog a second before it.
@@ -199,7 +202,7 @@ def _failover(cluster: HaCluster, capsys) -> None:
         t_rejoined = time.time()
         # The scheduled job itself, not only the callback: at the latest at the minute after
         # the promotion (pg_cron 1.4), then at every tick.
-        wait_until(lambda: _one(n2, "SELECT count(*) FROM cron.job_run_details WHERE start_time > to_timestamp(%s)",
+        wait_until(lambda: _one(n2, f"SELECT count(*) FROM {JOB_RUNS} AND start_time > to_timestamp(%s)",
                                 (t_writable,))[0],
                    60 + interval_s + MARGIN_S, "a scheduled run on the new leader")
         # One more tick with the old leader back as a replica.
@@ -230,7 +233,7 @@ def _failover(cluster: HaCluster, capsys) -> None:
         launchers = conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cron launcher'").fetchone()[0]
         first_scheduled = conn.execute(
-            "SELECT min(start_time) FROM cron.job_run_details WHERE start_time > to_timestamp(%s)",
+            f"SELECT min(start_time) FROM {JOB_RUNS} AND start_time > to_timestamp(%s)",
             (t_kill,)).fetchone()[0]
         load_calls = [c for c, _ in load.acked]
         # Load calls are inserted at their started_at, so they existed before any cycle that
