@@ -1,7 +1,7 @@
 -- Retention: history older than as_of - retention is purged from the run ledger, in batches,
 -- and the skipped-run total stays monotonic (purged skipped rows are folded into
 -- runs_skipped_purged). Times are in 2000, long before any real run, so live history is never
--- in the way. The reaper's cron.job_run_details and the hourly purge job are in
+-- in the way. The reaper's pg_cron run details and the hourly purge job are in
 -- purge_history_cron.sql (needs pg_cron); this file runs on every version.
 BEGIN;
 SELECT plan(9);
