@@ -4,6 +4,7 @@
 -- instead of changing the row under the test.
 BEGIN;
 SELECT plan(3);
+\ir fixtures/idle_runs_folded.sql
 
 UPDATE messenger.call_reaper_counters
    SET runs_completed = 101, runs_rolled_back = 102, runs_skipped_purged = 103,

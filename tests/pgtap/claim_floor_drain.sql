@@ -69,8 +69,13 @@ SELECT results_eq($$SELECT swept, passed FROM messenger.call_reaper_claim_floor 
                   $$VALUES (true, 1000::bigint)$$,
                   'a drain of 1 000 calls keeps its floor, swept');
 CREATE TEMP TABLE c12 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00:04+00');
-SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-00000000a7e0'), 'Missed',
-          'the late call is closed, once');
+SELECT results_eq(
+    $$SELECT s.status::text, o.kind::text, o.correlation_id
+        FROM messenger.call_sessions AS s
+        LEFT JOIN messenger.realtime_outbox AS o ON o.reference_id = s.call_id
+       WHERE s.call_id = '00000000-0000-0000-0000-00000000a7e0'$$,
+    $$SELECT 'Missed', 'CallMissed', run_id FROM c11$$,
+    'the late call is closed, once: one CallMissed row, written by the sweeping cycle, none by the next');
 
 -- Deferred calls stop the floor: 20 poison calls among 200 spend phase 1's 31 attempts.
 \ir fixtures/poison_caller.sql

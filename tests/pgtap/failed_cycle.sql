@@ -2,6 +2,7 @@
 -- recorded as failed with its SQLSTATE and counted as an error.
 BEGIN;
 SELECT plan(6);
+\ir fixtures/idle_runs_folded.sql
 SET LOCAL client_min_messages = error;
 
 -- Quarantining a poison call fails too: the cycle cannot isolate it and must give up whole.

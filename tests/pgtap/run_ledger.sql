@@ -2,6 +2,7 @@
 -- matches the returned counts, and the cumulative counters move by exactly those counts.
 BEGIN;
 SELECT plan(8);
+\ir fixtures/idle_runs_folded.sql
 
 CREATE TEMP TABLE counters_before AS SELECT * FROM messenger.call_reaper_counters;
 INSERT INTO messenger.call_sessions

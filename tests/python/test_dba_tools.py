@@ -1,16 +1,21 @@
 """DBA tools that need committed data or COMMITs of their own: the drain procedure, the sql/
-scripts, and the tick procedure's pause check. The scheduled job is paused (reaper_paused) so
-it never takes the lock these tests expect or closes their calls behind their back."""
+scripts, the tick procedure's pause check, and what messenger.call_reaper_status() says of a
+job CALL in flight and the lock it holds. The scheduled job is paused (reaper_paused) so it
+never takes the lock these tests expect or closes their calls behind their back."""
 
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
+from psycopg.rows import dict_row
+from reaper_facts import JOB_NAME, JOB_ROLE
 
 ROOT = Path(__file__).resolve().parents[2]
 FUTURE = "2100-03-01 00:00:00+00"  # the job never sees calls this far ahead
@@ -115,9 +120,11 @@ def test_drain_refuses_a_bad_max_cycles(conn, reaper_paused):
 
 def test_tick_procedure_of_a_paused_job_returns_without_a_cycle(conn, reaper_paused):
     before = conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
-    started = time.monotonic()
+    # Returns at once, rather than ticking to the minute's end (pg_cron 1.4): a CALL that waited
+    # for a tick would be cancelled (57014) by this timeout instead.
+    conn.execute("SET statement_timeout = '2s'")
     conn.execute("CALL messenger.run_call_reaper_ticks()")
-    assert time.monotonic() - started < 2
+    conn.execute("RESET statement_timeout")
     assert conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0] == before
 
 
@@ -129,19 +136,31 @@ def _psql(script: str, *args: str) -> str:
     return result.stdout
 
 
+def _backlog() -> dict[str, tuple[int, int]]:
+    """sql/backlog.sql's (overdue, quarantined) per phase; a phase with nothing overdue has no row."""
+    rows = {line.split("|")[0]: line.split("|")[1:3] for line in _psql("backlog.sql").splitlines()}
+    return {phase: tuple(int(rows[phase][i]) if phase in rows else 0 for i in (0, 1))
+            for phase in ("ring_timeout", "stale_answered")}
+
+
 def test_backlog_script_counts_overdue_calls_per_phase(conn, reaper_paused, calls):
+    # Other tests' calls may be overdue too: count against a baseline (the job is paused, so
+    # nothing closes them meanwhile).
+    before = _backlog()
     calls += _insert_calls(conn, 2, 0, "2000-01-01 00:00:00+00")
     calls += _insert_calls(conn, 0, 1, "2000-01-01 00:00:00+00")
+    # Not due yet: a call ringing and one answered just now.
+    now = conn.execute("SELECT now()::text").fetchone()[0]
+    calls += _insert_calls(conn, 1, 1, now)
     conn.execute(
         "INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at, last_failed_at,"
         " next_attempt_at, last_sqlstate, last_message, last_run_id)"
         " VALUES (%s, 'ring_timeout', 1, now(), now(), now() + interval '1 hour', 'P0001', 'test', gen_random_uuid())",
         (calls[0],),
     )
-    rows = {line.split("|")[0]: line.split("|")[1:3] for line in _psql("backlog.sql").splitlines()}
-    # The test database may hold other overdue calls: ours are at least counted.
-    assert int(rows["ring_timeout"][0]) >= 2 and int(rows["ring_timeout"][1]) >= 1
-    assert int(rows["stale_answered"][0]) >= 1
+    after = _backlog()
+    assert after["ring_timeout"] == (before["ring_timeout"][0] + 2, before["ring_timeout"][1] + 1)
+    assert after["stale_answered"] == (before["stale_answered"][0] + 1, before["stale_answered"][1])
 
 
 def test_quarantine_scripts_list_and_release_one_call(conn, reaper_paused, calls):
@@ -161,3 +180,87 @@ def test_quarantine_scripts_list_and_release_one_call(conn, reaper_paused, calls
         "SELECT call_id FROM messenger.call_reaper_quarantine WHERE call_id = ANY(%s)", (calls,)
     ).fetchall()}
     assert left == {calls[1]}
+
+
+STATUS_HOLD_KEY = 7_700_001  # an advisory lock of this test's own, not the reaper's
+
+
+def _status(conn) -> dict:
+    # By name: call_reaper_status() may gain columns.
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute("SELECT * FROM messenger.call_reaper_status()").fetchone()
+
+
+def test_status_shows_a_job_call_in_flight_its_lock_and_its_run(conn, make_conn, login, calls,
+                                                                  reaper_paused):
+    """A CALL of the job's procedure, logged in as the job role, is held inside its cycle (a
+    product trigger waits for a lock this test holds): status counts it in flight and names
+    its backend as the lock holder since its transaction began; once it finished, nothing is
+    in flight, nobody holds the lock, and the last run is its run."""
+    calls += _insert_calls(conn, 1, 0, "2000-01-01 00:00:00+00")
+    held = calls[0]
+    assert (_status(conn)["job_calls_in_flight"], _status(conn)["lock_holder_pid"]) == (0, None)
+    conn.execute(sql.SQL("""
+        CREATE FUNCTION public.reaper_status_hold() RETURNS trigger LANGUAGE plpgsql
+        SET search_path = pg_catalog AS $$
+        BEGIN
+            IF NEW.call_id = {held} THEN
+                PERFORM pg_advisory_xact_lock({key});
+            END IF;
+            RETURN NEW;
+        END $$""").format(held=sql.Literal(str(held)), key=sql.Literal(STATUS_HOLD_KEY)))
+    conn.execute("CREATE TRIGGER reaper_status_hold BEFORE UPDATE ON messenger.call_sessions"
+                 " FOR EACH ROW EXECUTE FUNCTION public.reaper_status_hold()")
+    holder = make_conn()
+    holder.execute("SELECT pg_advisory_lock(%s)", [STATUS_HOLD_KEY])
+    # The job role's CALL runs cycles only while the reaper is not paused; pg_cron must not
+    # launch the real job meanwhile.
+    jobid = conn.execute("SELECT jobid FROM cron.job WHERE jobname = %s", [JOB_NAME]).fetchone()[0]
+    conn.execute("SELECT cron.alter_job(%s, active => false)", [jobid])
+    errors = []
+    try:
+        conn.execute("SELECT messenger.resume_call_reaper()")
+        with login(JOB_ROLE) as job_conn:
+            job_pid = job_conn.info.backend_pid
+
+            def run():
+                try:
+                    job_conn.execute("CALL messenger.run_call_reaper_ticks()")
+                except Exception as exc:  # noqa: BLE001 -- reported by the test thread
+                    errors.append(exc)
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            try:
+                deadline = time.monotonic() + 30
+                while conn.execute(
+                        "SELECT wait_event FROM pg_stat_activity WHERE pid = %s",
+                        [job_pid]).fetchone()[0] != "advisory":
+                    assert time.monotonic() < deadline, "the job's CALL never reached the held call"
+                    assert not errors, errors
+                    time.sleep(0.05)
+                xact_start = conn.execute("SELECT xact_start FROM pg_stat_activity WHERE pid = %s",
+                                          [job_pid]).fetchone()[0]
+                status = _status(conn)
+                assert status["job_calls_in_flight"] == 1
+                assert status["lock_holder_pid"] == job_pid
+                assert status["lock_held_since"] == xact_start
+            finally:
+                # Paused again before the cycle goes on: the CALL then returns at its next nap.
+                conn.execute("SELECT messenger.pause_call_reaper()")
+                holder.execute("SELECT pg_advisory_unlock(%s)", [STATUS_HOLD_KEY])
+                thread.join(60)
+            assert not thread.is_alive() and not errors, errors
+    finally:
+        conn.execute("SELECT cron.alter_job(%s, active => true)", [jobid])
+        conn.execute("DROP TRIGGER reaper_status_hold ON messenger.call_sessions")
+        conn.execute("DROP FUNCTION public.reaper_status_hold()")
+    run_id = conn.execute("SELECT correlation_id FROM messenger.realtime_outbox WHERE reference_id = %s",
+                          [held]).fetchone()[0]
+    started_at, result = conn.execute(
+        "SELECT started_at, result FROM messenger.call_reaper_runs WHERE run_id = %s", [run_id]).fetchone()
+    status = _status(conn)
+    assert (status["job_calls_in_flight"], status["lock_holder_pid"], status["lock_held_since"]) == \
+        (0, None, None)
+    assert (status["last_run_at"], status["last_result"]) == (started_at, result) == \
+        (started_at, "completed")

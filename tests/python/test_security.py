@@ -75,7 +75,8 @@ def test_job_role_runs_the_reaper_and_nothing_else(conn, login, calls, reaper_pa
 
 def test_job_role_cannot_touch_its_job_or_purge_history(conn, login):
     """Issue 10, reproduction 2: as messenger_call_reaper, every way to stop, rewrite or add
-    a job, and every purge, fails with 42501; the job and the history are unchanged."""
+    a job, to pause or resume it, and every purge, fails with 42501; the job and the history
+    are unchanged."""
     before = job(conn)
     assert before is not None, f"pg_cron job {JOB_NAME} is not scheduled"
     jobs_before = conn.execute("SELECT count(*) FROM cron.job").fetchone()[0]
@@ -92,6 +93,8 @@ def test_job_role_cannot_touch_its_job_or_purge_history(conn, login):
         ("SELECT * FROM messenger._purge_call_reaper_runs('9999-12-31', 1000000)", []),
         ("SELECT messenger.pause_call_reaper()", []),
         ("UPDATE messenger.call_reaper_settings SET paused = true", []),
+        ("SELECT messenger.resume_call_reaper()", []),
+        ("UPDATE messenger.call_reaper_settings SET paused = false", []),
     ]
     with login(JOB_ROLE) as job_conn:
         for statement, args in attempts:

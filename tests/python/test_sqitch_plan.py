@@ -8,7 +8,8 @@
 - no script sets search_path for the session (a pinned function search_path, or SET LOCAL,
   is fine: a session-wide one leaks into every later script Sqitch runs on the connection);
 - every SECURITY DEFINER routine pins its search_path in its own definition;
-- the README's test map has a row per change, in plan order, and every test it names exists.
+- the README's test map has a row per change, in plan order, and every test it names exists
+  and names or calls the change's object (see object_spellings).
 """
 
 import re
@@ -244,3 +245,149 @@ def test_the_readme_test_map_names_only_what_exists():
         if not files:
             stale.append(f"{change}: names no test file")
     assert not stale
+
+
+# What a change's tests must name (or call) so that the test map row is true. A change's object
+# is the last part of its name, spelled as the tests spell it:
+#   - functions/, procedures/, tables/, indexes/, types/, triggers/: the object's own name;
+#   - roles/X: the role messenger_X, or its constant in tests/python/reaper_facts.py;
+#   - cron/X: the pg_cron job: its name, its reaper_facts constant or call_reaper_job_name('key');
+#   - grants/X: the table X, or the role messenger_X, whose grants it holds;
+#   - triggers/X: also the table it is on (a write there fires it).
+# "Calls" is static: a test file calls an object when it names a routine or table whose deploy
+# script (its latest version) names that object, directly or through others (reap_call_timeouts
+# reaches _reap_apply through _reap_cycle, _reap_phase, _reap_close), and a table write fires
+# the trigger functions triggers/ attaches to it. A pytest file is read with the local helper
+# modules it imports (reaper_support's reap() calls reap_call_timeouts). It cannot tell whether
+# a run reaches a branch: which tests do is the row's own business (e.g. _reap_first_passed runs
+# only when a backlog lane passed a row-locked call). A test file named after the object names
+# it (tables/call_sessions_autovacuum -> call_sessions_autovacuum.sql). Exceptions, each with its
+# reason, are in OBJECT_EXCEPTIONS.
+JOB_NAMES = {"call_reaper": ("reaper", "messenger-call-timeout-reaper"),
+             "call_reaper_purge": ("purge", "messenger-call-reaper-purge"),
+             "call_reaper_warden": ("warden", "messenger-call-reaper-warden")}
+OBJECT_EXCEPTIONS = {
+    # It checks the product's tables before anything is made: its tests name the tables it
+    # checks, and read the refusal it raises.
+    "requires/messenger_tables": ["call_sessions", "realtime_outbox"],
+    # Likewise it checks the roles before anything is made: its tests name the roles.
+    "requires/call_reaper_roles": ["OWNER_ROLE", "JOB_ROLE", "MONITOR_ROLE", "OPERATOR_ROLE"],
+    # Options of the product's call_sessions, not an object of its own.
+    "tables/call_sessions_autovacuum": ["autovacuum_vacuum_threshold", "autovacuum_vacuum_scale_factor",
+                                        "call_sessions_autovacuum"],
+    # The warden runs as its pg_cron job; a test that waits for that job (conftest's
+    # warden_running) exercises both of its routines.
+    "functions/_end_stale_call_reaper_lock": ["_end_stale_call_reaper_lock", "warden_running"],
+    "procedures/run_call_reaper_warden": ["run_call_reaper_warden", "warden_running"],
+}
+HELPERS = ("reaper_support", "reaper_facts", "exporter_support", "adoption_support", "ha_cluster")
+
+
+def reaper_facts_constants() -> dict[str, str]:
+    """NAME -> value of the string constants of tests/python/reaper_facts.py."""
+    text = (ROOT / "tests" / "python" / "reaper_facts.py").read_text()
+    return dict(re.findall(r'(?m)^([A-Z_]+) = "([^"]+)"', text))
+
+
+def latest_deploys() -> dict[str, str]:
+    """Object name -> text of its latest deploy script (functions, procedures, tables, types,
+    indexes); trigger functions are also reached from the table their trigger is on."""
+    texts: dict[str, str] = {}
+    for change in CHANGES:
+        kind, name = change.split("/", 1)
+        if kind in ("functions", "procedures", "tables", "types", "indexes"):
+            texts[name] = texts.get(name, "") + (ROOT / "deploy" / f"{change}.sql").read_text()
+    for change in CHANGES:
+        kind, _ = change.split("/", 1)
+        if kind == "triggers":
+            sql = (ROOT / "deploy" / f"{change}.sql").read_text()
+            for table, function in re.findall(r"(?is)\bON\s+messenger\.(\w+).*?EXECUTE\s+FUNCTION\s+messenger\.(\w+)", sql):
+                texts[table] = texts.get(table, "") + f" messenger.{function}() "
+    return texts
+
+
+def reaches(name: str, texts: dict[str, str]) -> set[str]:
+    """Every object whose name appears, transitively, in the deploy scripts from `name`."""
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        for other in re.findall(r"\bmessenger\.(\w+)", re.sub(r"--[^\n]*", "", texts.get(current, ""))):
+            if other not in seen and other in texts:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def object_spellings(change: str) -> list[str]:
+    """Regexes, any of which names the change's object in a test file."""
+    if change in OBJECT_EXCEPTIONS:
+        return [rf"\b{re.escape(w)}\b" for w in OBJECT_EXCEPTIONS[change]]
+    kind, name = change.split("/", 1)
+    constants = reaper_facts_constants()
+    values = []
+    if kind in ("roles", "grants"):
+        values.append(f"messenger_{name}")
+    if kind == "cron":
+        values.append(JOB_NAMES[name][1])
+    spellings = [rf"(?<![\w-]){re.escape(v)}(?![\w-])" for v in values]
+    spellings += [rf"\b{c}\b" for c, v in constants.items() if v in values]
+    if kind == "cron":
+        spellings.append(rf"call_reaper_job_name\('{JOB_NAMES[name][0]}'\)")
+    if kind == "triggers":
+        # A trigger fires on a write of its table.
+        sql = (ROOT / "deploy" / f"{change}.sql").read_text()
+        spellings += [rf"\b{t}\b" for t in re.findall(r"(?i)\bON\s+messenger\.(\w+)", sql)]
+    if kind not in ("roles", "cron"):
+        spellings.append(rf"\b{re.escape(name)}\b")
+    return spellings
+
+
+def text_with_includes(path: Path) -> str:
+    """A test file with what it includes (pgTAP \\ir) or imports (local helper modules)."""
+    text = path.read_text()
+    if path.suffix == ".sql":
+        for include in re.findall(r"(?m)^\\ir\s+(\S+)", text):
+            text += (path.parent / include).read_text()
+    else:
+        for module in HELPERS:
+            if re.search(rf"(?m)^(from|import) {module}\b", text):
+                text += (ROOT / "tests" / "python" / f"{module}.py").read_text()
+    return text
+
+
+def test_every_test_the_map_names_names_its_object():
+    """A row's test files each name or call the change's object (see object_spellings): a test
+    listed for a change it never touches makes the map lie."""
+    texts = latest_deploys()
+    callers = {n: {m for m in texts if n in reaches(m, texts)} for n in texts}
+    unrelated = []
+    for change, words in readme_test_map():
+        spellings = object_spellings(change)
+        name = change.split("/", 1)[1]
+        spellings += [rf"\b{re.escape(c)}\b" for c in sorted(callers.get(name, ()))]
+        for word in words:
+            if not word.endswith((".sql", ".py")):
+                continue
+            folder = "tests/pgtap" if word.endswith(".sql") else "tests/python"
+            base = ROOT if "/" in word else ROOT / folder
+            for path in sorted(p for p in base.glob(word) if p.is_file()):
+                if path.stem == name:
+                    continue
+                text = text_with_includes(path)
+                if not any(re.search(s, text) for s in spellings):
+                    unrelated.append(f"{change}: {path.relative_to(ROOT)}")
+    assert not unrelated, "test map rows naming tests that never name or call the change's object: " + "; ".join(unrelated)
+
+
+def test_object_spellings_see_what_they_must():
+    # The spellings and the call graph must find the objects where they are used, or the test
+    # above checks nothing.
+    assert re.search(object_spellings("roles/call_reaper")[0], "GRANT x TO messenger_call_reaper;")
+    assert not re.search(object_spellings("roles/call_reaper")[0], "messenger_call_reaper_owner")
+    assert any(re.search(s, "login(JOB_ROLE)") for s in object_spellings("roles/call_reaper"))
+    assert any(re.search(s, "call_reaper_job_name('purge')") for s in object_spellings("cron/call_reaper_purge"))
+    assert not any(re.search(s, "messenger._reap_cycle_x()") for s in object_spellings("functions/_reap_cycle"))
+    texts = latest_deploys()
+    assert {"_reap_cycle", "_reap_phase", "_reap_close", "_reap_apply"} <= reaches("reap_call_timeouts", texts)
+    assert "_call_reaper_settings_guard" in reaches("call_reaper_settings", texts)
+    assert "reap_call_timeouts" not in reaches("_reap_apply", texts)
