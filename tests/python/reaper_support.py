@@ -151,6 +151,22 @@ def lock_is_free(conn: psycopg.Connection) -> bool:
     return got
 
 
+def lock_granted_within(conn: psycopg.Connection, seconds: float, what: str) -> float:
+    """Waits for the single-runner lock under lock_timeout = seconds, then gives it back: the
+    server's timer, not a stopwatch, decides. Fails when the wait raised 55P03 (the lock was still
+    held); returns how long it waited, for printing only. conn must be in autocommit."""
+    started = time.monotonic()
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_catalog.set_config('lock_timeout', %s, true)",
+                         [f"{round(seconds * 1000)}ms"])
+            conn.execute(f"SELECT pg_catalog.pg_advisory_xact_lock({LOCK_KEY_SQL})")
+    except psycopg.errors.LockNotAvailable:
+        raise AssertionError(f"55P03: {what}: the lock was still held after a {seconds:.1f} s "
+                             "lock_timeout") from None
+    return time.monotonic() - started
+
+
 def checksum(conn: psycopg.Connection) -> dict[str, str]:
     """md5 of every row of every table the reaper touches."""
     out = {}

@@ -7,7 +7,6 @@ pg_cron job messenger-call-reaper-warden ends any holder past its bound, logging
 it in messenger.call_reaper_lock_takeovers. The TTL is shortened to 2 s here (default 1 min)."""
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,6 +17,7 @@ from reaper_support import (
     FUTURE,
     backend_pid,
     call_rows,
+    lock_granted_within,
     lock_is_free,
     reap,
     ringing,
@@ -29,6 +29,10 @@ from reaper_support import (
 MAX_RUN_S = 30
 # The warden checks once a second; its CALL restarts at each minute boundary.
 WARDEN_S = 1
+# What a loaded 2-core machine adds to a bound before the holder is gone (the old stopwatch
+# slack). An observer waits for the lock under lock_timeout = bound + SLACK_S: the server raises
+# 55P03 when the holder outlives it, so the default 1 min TTL or a warden that never acts fails.
+SLACK_S = 8
 
 TTL_S = 2
 
@@ -55,33 +59,46 @@ def test_idle_dba_transaction_loses_the_lock_after_the_ttl(calls, make_conn, sho
     result = reap(dba, as_of=FUTURE)
     assert result["lock_acquired"] is True and result["missed_count"] == 1
     assert dba.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == f"{TTL_S}s"
-    idle_since = time.monotonic()
     assert not lock_is_free(observer), "the DBA's open transaction holds the lock"
 
-    wait_for(lambda: lock_is_free(observer), 30 * TTL_S, "the idle DBA transaction to lose the lock",
-             interval=0.1)
-    held_for = time.monotonic() - idle_since
+    waited = lock_granted_within(observer, TTL_S + WARDEN_S + SLACK_S,
+                                 "the idle DBA transaction kept the lock")
+    print(f"\nidle DBA transaction: the lock was free {waited:.1f} s after its last statement"
+          f" (lock_ttl {TTL_S} s)")
     # The server ended the session: for idling (25P03) or by the warden (57P01), whichever came
     # first -- the warden counts from the transaction's start, the idle timeout from its last
     # statement. Either way nothing else (not the client) closed it.
-    with pytest.raises((errors.IdleInTransactionSessionTimeout, errors.AdminShutdown)):
+    with pytest.raises((errors.IdleInTransactionSessionTimeout, errors.AdminShutdown)) as ended:
         dba.execute("SELECT 1")
+    if isinstance(ended.value, errors.AdminShutdown):
+        wait_for(lambda: takeovers(observer, pid), 10, "the warden to record the takeover")
+        ((action, reason, _, held_for, _),) = takeovers(observer, pid)
+        assert (action, reason) == ("terminated", "lock_ttl") and held_for >= TTL_S
     assert not observer.execute(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity WHERE pid = %s)", [pid]
     ).fetchone()[0]
     # Its uncommitted closure went with it.
     assert call_rows(observer, [call["call_id"]])[call["call_id"]]["status"] == "Ringing"
-    # Generous slack for a loaded machine; the default 1 min TTL would blow it.
-    assert held_for < TTL_S + 10
 
 
 def test_ttl_applies_to_that_transaction_only(make_conn, short_ttl, reaper_paused):
     dba = make_conn(autocommit=False)
+    observer = make_conn()
     dba.execute("SET idle_in_transaction_session_timeout = 0")
     dba.commit()
-    reap(dba, as_of=FUTURE)
+    pid = backend_pid(dba)
+    assert reap(dba, as_of=FUTURE)["lock_acquired"] is True
+    # Inside the cycle's transaction: the lock is this backend's and the timeout is the TTL.
+    assert observer.execute(
+        "SELECT count(*) FROM pg_catalog.pg_locks l"
+        f" WHERE l.granted AND l.pid = %s AND {LOCK_ROW_SQL}", [pid]).fetchone()[0] == 1
+    assert dba.execute(
+        "SELECT current_setting('idle_in_transaction_session_timeout')").fetchone()[0] == f"{TTL_S}s"
     dba.commit()
-    assert dba.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "0"
+    # After it: the lock is released and the session's own setting is back.
+    assert lock_is_free(observer)
+    assert dba.execute(
+        "SELECT current_setting('idle_in_transaction_session_timeout')").fetchone()[0] == "0"
     dba.rollback()
 
 
@@ -117,12 +134,10 @@ def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, sho
     sleeper = threading.Thread(target=sleep_for_five_minutes)
     sleeper.start()
     wait_for(lambda: waiting_on(observer, pid, "PgSleep"), 10, "the DBA session to be busy sleeping")
-    busy_since = time.monotonic()
     assert not lock_is_free(observer), "the busy DBA transaction holds the lock"
 
-    wait_for(lambda: lock_is_free(observer), 30 * TTL_S, "the busy transaction to lose the lock",
-             interval=0.1)
-    held_busy = time.monotonic() - busy_since
+    waited = lock_granted_within(observer, TTL_S + WARDEN_S + SLACK_S,
+                                 "the busy DBA transaction kept the lock")
     sleeper.join(10)
     assert ended and isinstance(ended[0], errors.AdminShutdown), ended
     # The warden records it when its check commits, just after the backend is gone.
@@ -130,9 +145,11 @@ def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, sho
     ((action, reason, role, held_for, signalled),) = takeovers(observer, pid)
     assert (action, reason, signalled) == ("terminated", "lock_ttl", True)
     assert role == observer.execute("SELECT current_user").fetchone()[0], "a superuser's backend"
-    # Counted from the transaction's start: never later than TTL + one warden check (+ load).
-    assert TTL_S <= held_for < TTL_S + WARDEN_S + 2
-    assert held_busy < TTL_S + WARDEN_S + 10
+    # Counted from the transaction's start: never before the TTL (the upper bound is the
+    # lock_timeout above). The figures are printed, not asserted.
+    print(f"\nbusy superuser transaction: terminated after {held_for:.2f} s (lock_ttl {TTL_S} s),"
+          f" lock free {waited:.1f} s after it was seen sleeping")
+    assert held_for >= TTL_S
     assert call_rows(observer, [call["call_id"]])[call["call_id"]]["status"] == "Ringing"
 
 
@@ -164,23 +181,26 @@ def test_a_stuck_scheduled_cycle_is_cancelled_after_the_max_run(dsn, calls, make
 
         # pg_cron 1.4 starts the job's CALL at the next minute boundary.
         wait_for(scheduled_holder, 75, "a scheduled cycle to take the lock and get stuck", interval=0.2)
-        seen_at = time.monotonic()
         pid, _, age_when_seen, cycle_start_in_call = holder
         if pg_cron_version(observer) < (1, 5):
             assert cycle_start_in_call < 15, "on pg_cron 1.4 the stuck cycle is the CALL's first tick"
-        wait_for(lambda: holder_of_the_lock(observer) is None
-                 or holder_of_the_lock(observer)[0] != pid, 90, "the stuck cycle to lose the lock",
-                 interval=0.2)
-        held = age_when_seen + time.monotonic() - seen_at
+        # Queued behind the stuck cycle, the observer is granted the lock before the job's next
+        # tick can take it again (a waiter blocks later requests), so the lock_timeout bounds
+        # the stuck cycle alone: the max run from its transaction's start, one warden check,
+        # the load's slack. A 90 s CALL timeout raises 55P03 here.
+        waited = lock_granted_within(
+            observer, MAX_RUN_S + WARDEN_S + SLACK_S - age_when_seen, "the stuck scheduled cycle kept the lock")
+        print(f"\nstuck scheduled cycle: lock free {age_when_seen + waited:.1f} s after its"
+              f" transaction started (max run {MAX_RUN_S} s)")
         if pg_cron_version(observer) < (1, 5):
             wait_for(lambda: takeovers(observer, pid), 10, "the warden to record the cancel")
     finally:
         set_reaper_job_active(control, False)
         blocker.rollback()
-    assert held < MAX_RUN_S + WARDEN_S + 8, f"the stuck cycle held the lock {held:.1f} s"
     rows = takeovers(observer, pid)
     if pg_cron_version(observer) < (1, 5):
         # The first action is the cancel (a second check may see it before its rollback ends).
         action, reason, role, held_for, signalled = rows[0]
         assert (action, reason, role, signalled) == ("cancelled", "max_run", JOB_ROLE, True)
-        assert MAX_RUN_S <= held_for < MAX_RUN_S + WARDEN_S + 2
+        print(f"the warden cancelled it after {held_for:.2f} s")
+        assert held_for >= MAX_RUN_S
