@@ -173,11 +173,15 @@ def reaper_objects(conn: psycopg.Connection) -> list[str]:
 
 class Writer(threading.Thread):
     """The product writing while a deploy runs: every 5 ms a new call, the previous one's
-    updated_at moved and an outbox row, on its own connection, each statement timed."""
+    updated_at moved and an outbox row, on its own connection, each statement timed (the times
+    are printed, not asserted). Its session has lock_timeout = lock_timeout_s: a statement that
+    waits longer for a lock the deploy holds raises 55P03, and the first error ends the writer
+    and is kept in .error for the test to assert on."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, lock_timeout_s: float) -> None:
         super().__init__(daemon=True)
         self.dsn = dsn
+        self.lock_timeout_ms = round(lock_timeout_s * 1000)
         self.stop = threading.Event()
         self.waits: list[float] = []
         self.error: psycopg.Error | None = None
@@ -190,6 +194,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
+                conn.execute(f"SET lock_timeout = {self.lock_timeout_ms}")
                 previous = None
                 while not self.stop.is_set():
                     call = uuid.uuid4()

