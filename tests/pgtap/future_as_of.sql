@@ -2,7 +2,8 @@
 -- 22023 and nothing changes, unless the cluster opts in with settings.allow_future_as_of (what
 -- make test does), a setting neither the job role nor the monitor role may change.
 BEGIN;
-SELECT plan(11);
+SELECT plan(10);
+-- Who may run it: tests/pgtap/privileges.sql, which holds every grant (not repeated here).
 
 UPDATE messenger.call_reaper_settings SET allow_future_as_of = false;
 INSERT INTO messenger.call_sessions
@@ -34,9 +35,6 @@ SET LOCAL messenger.call_reaper_allow_future_as_of = on;
 SELECT throws_ok($$SELECT messenger.reap_call_timeouts(as_of => '9999-12-31')$$, '22023', NULL,
     'a session GUC cannot lift the bound');
 RESET messenger.call_reaper_allow_future_as_of;
-SELECT ok(NOT has_column_privilege('messenger_call_reaper', 'messenger.call_reaper_settings', 'allow_future_as_of', 'UPDATE')
-          AND NOT has_column_privilege('messenger_call_reaper_monitor', 'messenger.call_reaper_settings', 'allow_future_as_of', 'UPDATE'),
-          'neither the job role nor the monitor role may lift the bound');
 
 UPDATE messenger.call_reaper_settings SET allow_future_as_of = true;
 SELECT is((SELECT missed_count FROM messenger.reap_call_timeouts(as_of => now() + interval '1 hour')), 1,
