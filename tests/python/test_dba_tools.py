@@ -118,16 +118,6 @@ def test_drain_refuses_a_bad_max_cycles(conn, reaper_paused):
         conn.execute("CALL messenger.drain_call_timeouts(max_cycles => 0)")
 
 
-def test_tick_procedure_of_a_paused_job_returns_without_a_cycle(conn, reaper_paused):
-    before = conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
-    # Returns at once, rather than ticking to the minute's end (pg_cron 1.4): a CALL that waited
-    # for a tick would be cancelled (57014) by this timeout instead.
-    conn.execute("SET statement_timeout = '2s'")
-    conn.execute("CALL messenger.run_call_reaper_ticks()")
-    conn.execute("RESET statement_timeout")
-    assert conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0] == before
-
-
 def _psql(script: str, *args: str) -> str:
     result = subprocess.run(
         ["psql", "-X", "-q", "-A", "-F", "|", "-t", "-v", "ON_ERROR_STOP=1", *args, "-f", str(ROOT / "sql" / script)],
