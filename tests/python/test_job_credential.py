@@ -152,6 +152,8 @@ def test_operator_runs_the_verbs_with_arguments_without_the_product_tables(conn,
     assert {r["status"] for r in call_rows(conn, ids).values()} == {"Missed"}
     assert assert_all_or_nothing(conn, ids) == (4, 4)
 
+    # Not pause_resume.sql again: what is proved here is that the operator role, logged in,
+    # runs the verbs (their meaning is tested there).
     assert dba.execute("SELECT messenger.pause_call_reaper()").fetchone()[0] is False  # already paused
     assert dba.execute("SELECT messenger.resume_call_reaper()").fetchone()[0] is True
     assert dba.execute("SELECT messenger.pause_call_reaper()").fetchone()[0] is True

@@ -85,6 +85,8 @@ def test_single_poison_call_is_isolated_and_logged(conn, calls, poison, reaper_p
 
 def test_poison_filling_whole_batches_never_starves_healthy_calls(conn, calls, poison,
                                                                   reaper_paused):
+    # Beside tests/pgtap/poison.sql on purpose: that file proves the batch rule inside one
+    # transaction; this one runs committed cycles past the backoff and sees it double.
     # 8 poison calls are due before the 3 healthy ones, with batches of 5.
     bad = calls.add([ringing(AS_OF - timedelta(hours=1, minutes=i)) for i in range(8)])
     good = calls.add([ringing(AS_OF - timedelta(minutes=i + 1)) for i in range(3)])
