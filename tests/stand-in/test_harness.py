@@ -1,6 +1,17 @@
-"""The test cluster is configured the way server.conf says the server must be (docs/design.md)."""
+"""The test cluster is configured the way server.conf says the server must be (docs/design.md).
+A test of the harness, not of the reaper: run by scripts/test-in-cluster with the stand-in's
+tests, before the deploy (the PG* variables name the cluster's messenger database)."""
 
 import time
+
+import psycopg
+import pytest
+
+
+@pytest.fixture
+def conn():
+    with psycopg.connect("", autocommit=True) as connection:
+        yield connection
 
 
 def test_pg_cron_is_preloaded(conn):
