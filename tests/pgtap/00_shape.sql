@@ -1,20 +1,8 @@
 -- Shape: the fixed interface the reaper relies on and adds (privileges: privileges.sql).
 BEGIN;
-SELECT plan(14);
+SELECT plan(7);
 
-SELECT has_schema('messenger', 'schema messenger exists');
-SELECT has_table('messenger', 'call_sessions', 'messenger.call_sessions exists');
-SELECT columns_are('messenger', 'call_sessions',
-    ARRAY['call_id', 'caller_user_id', 'callee_user_id', 'media_type', 'status', 'end_reason',
-          'started_at', 'answered_at', 'ended_at', 'updated_at', 'duration_seconds'],
-    'call_sessions has exactly the columns of docs/design.md, "The messenger service''s tables"');
-SELECT col_is_pk('messenger', 'call_sessions', 'call_id', 'call_id is the primary key of call_sessions');
-SELECT has_table('messenger', 'realtime_outbox', 'messenger.realtime_outbox exists');
-SELECT columns_are('messenger', 'realtime_outbox',
-    ARRAY['id', 'kind', 'target_kind', 'target_id', 'reference_id', 'payload', 'correlation_id',
-          'created_at', 'dispatched_at'],
-    'realtime_outbox has exactly the columns of docs/design.md, "The messenger service''s tables"');
-SELECT col_is_pk('messenger', 'realtime_outbox', 'id', 'id is the primary key of realtime_outbox');
+-- The service's own tables (schema, columns, keys): tests/stand-in/service_tables.sql.
 SELECT isnt(pg_catalog.pg_get_userbyid((SELECT relowner FROM pg_class WHERE oid = 'messenger.call_sessions'::regclass))::text,
             session_user::text, 'the reaper does not own call_sessions: the messenger service does');
 SELECT is((SELECT i.indisvalid FROM pg_index AS i WHERE i.indexrelid = 'messenger.ix_call_due'::regclass), true,
