@@ -3,18 +3,22 @@
 
 BEGIN;
 
--- What the pg_cron job messenger-call-reaper-warden CALLs. By the pg_cron version (from
--- pg_extension, as the job's schedule and run_call_reaper_ticks read it):
---   * 1.5+: the job runs every second ('1 seconds'); one messenger._end_stale_call_reaper_lock()
---     and return. A job slot is held for one check (milliseconds), not all the time: providers
---     cap concurrent jobs (cron.max_running_jobs, 5 on RDS).
---   * 1.4: nothing shorter than a minute exists; the job runs every minute and this loops the
---     check once a second until the minute ends, COMMITting after each, napping in 0.1 s
---     transactions (a sleeping statement holds a snapshot: tests/python/test_snapshot_horizon.py).
+-- What the pg_cron job messenger-call-reaper-warden CALLs. By the job's own schedule, which
+-- cron/call_reaper_warden sets by pg_cron version:
+--   * '1 seconds' (pg_cron 1.5+): one messenger._end_stale_call_reaper_lock() and return. A job
+--     slot is held for one check (milliseconds), not all the time: providers cap concurrent jobs
+--     (cron.max_running_jobs, 5 on RDS).
+--   * anything else ('* * * * *' on 1.4, which has nothing shorter than a minute; no job, as with
+--     scheduler=none): the check once a second until the minute ends, COMMITting after each,
+--     napping in 0.1 s transactions (a sleeping statement holds a snapshot:
+--     tests/python/test_snapshot_horizon.py).
+-- The schedule, not pg_extension.extversion: after ALTER EXTENSION pg_cron UPDATE from 1.4 the
+-- job stays on '* * * * *' until redeployed, and a single check a minute would break the bound.
 -- Either way a stale holder is ended within lock_ttl + 1 s, a scheduled cycle within 30 s + 1 s.
 -- A failing check is logged (WARNING event=warden_check_error) and retried the next second.
 -- SECURITY INVOKER with no SET clause so it can COMMIT; run as the deployer (ending a
--- superuser's backend takes a superuser, which the job role must never be).
+-- superuser's backend takes a superuser, which the job role must never be), who may read its
+-- own cron.job row.
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_warden()
 LANGUAGE plpgsql
 AS $$
@@ -23,10 +27,11 @@ DECLARE
     v_once boolean;
     v_next timestamptz;
 BEGIN
-    SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] >= ARRAY[1, 5]
-      INTO v_once
-      FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
-    -- No pg_cron (a CALL by hand with scheduler=none): NULL, the minute loop, as before.
+    IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
+        SELECT bool_or(j.schedule ~ 'second') INTO v_once
+          FROM cron.job AS j
+         WHERE j.jobname = messenger.call_reaper_job_name('warden') AND j.database = pg_catalog.current_database();
+    END IF;
     LOOP
         BEGIN
             PERFORM messenger._end_stale_call_reaper_lock();
@@ -46,7 +51,7 @@ END
 $$;
 
 COMMENT ON PROCEDURE messenger.run_call_reaper_warden() IS
-$$What the pg_cron job messenger-call-reaper-warden CALLs: messenger._end_stale_call_reaper_lock() once (pg_cron 1.5+, the job runs every second) or once a second until the minute ends (pg_cron 1.4, the job runs every minute). A stale lock holder is ended within lock_ttl + 1 s.$$;
+$$What the pg_cron job messenger-call-reaper-warden CALLs: messenger._end_stale_call_reaper_lock() once when that job runs every second (pg_cron 1.5+), else once a second until the minute ends (pg_cron 1.4: the job runs every minute). A stale lock holder is ended within lock_ttl + 1 s.$$;
 REVOKE ALL ON PROCEDURE messenger.run_call_reaper_warden() FROM PUBLIC;
 
 COMMIT;

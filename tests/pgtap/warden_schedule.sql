@@ -1,9 +1,11 @@
--- The lock warden's job by pg_cron version: on 1.5+ one check per run, scheduled every second (a
--- job slot for milliseconds); on 1.4, which has nothing shorter than a minute, a CALL a minute
--- that loops the check once a second. Proved here by what a CALL in a transaction block does:
--- the single check returns, the minute loop fails at its first COMMIT (2D000).
+-- The lock warden's job by pg_cron version: on 1.5+ scheduled every second, one check per run (a
+-- job slot for milliseconds); on 1.4, which has nothing shorter than a minute, every minute, a
+-- CALL that loops the check once a second. The procedure goes by its job's schedule, so a job
+-- still on the minute (pg_cron updated from 1.4, the reaper not yet redeployed) keeps the loop.
+-- Proved by what a CALL in a transaction block does: one check returns, the loop fails at its
+-- first COMMIT (2D000).
 BEGIN;
-SELECT plan(3);
+SELECT plan(4);
 
 CREATE TEMP TABLE cron_15 ON COMMIT DROP AS
 SELECT string_to_array(split_part(extversion, '-', 1), '.')::integer[] >= ARRAY[1, 5] AS native_seconds
@@ -20,6 +22,15 @@ SELECT CASE WHEN (SELECT native_seconds FROM cron_15)
             ELSE throws_ok('CALL messenger.run_call_reaper_warden()', '2D000', NULL,
                            'on pg_cron 1.4 a warden CALL loops the minute, COMMITting after each check')
        END;
+
+DO $$
+BEGIN
+    PERFORM cron.alter_job(jobid, schedule => '* * * * *')
+       FROM cron.job WHERE jobname = messenger.call_reaper_job_name('warden');
+END
+$$;
+SELECT throws_ok('CALL messenger.run_call_reaper_warden()', '2D000', NULL,
+                 'with its job on the minute schedule a warden CALL loops the minute, on any pg_cron version');
 
 SELECT * FROM finish();
 ROLLBACK;
