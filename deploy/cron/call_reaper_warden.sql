@@ -9,8 +9,8 @@
 -- cron.schedule by name replaces the schedule of the deployer's job of that name in place (an
 -- upgrade keeps its job id). It belongs to the deploying role: ending a superuser's backend that
 -- holds the reaper's lock takes a superuser, and the reaper's job role must hold no such right.
--- After ALTER EXTENSION pg_cron UPDATE from 1.4, deploy again (sqitch rebase --onto this change's
--- predecessor, or revert and deploy it) so the schedule follows (docs/managed-postgresql.md).
+-- After ALTER EXTENSION pg_cron UPDATE from 1.4 the job stays on the minute (and the procedure
+-- keeps its loop) until rescheduled: docs/managed-postgresql.md, "pg_cron versions".
 
 SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
