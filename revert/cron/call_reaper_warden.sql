@@ -1,18 +1,5 @@
 -- Revert call_timeout_reaper:cron/call_reaper_warden from pg
--- By job id and name, whoever scheduled it: the reverting role may differ from the deployer.
+-- Back to the released schedule ('* * * * *' on every pg_cron version): its deploy script
+-- re-schedules the deployer's job of that name in place.
 
-BEGIN;
-
-DO $$
-BEGIN
-    IF pg_catalog.to_regclass('cron.job') IS NULL THEN
-        RETURN;
-    END IF;
-    -- PERFORM, not SELECT: sqitch revert would print the result.
-    PERFORM cron.unschedule(j.jobid)
-      FROM cron.job AS j
-     WHERE j.jobname = 'messenger-call-reaper-warden' AND j.database = current_database();
-END
-$$;
-
-COMMIT;
+\ir ../../deploy/cron/call_reaper_warden@v1.0.0.sql

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
-from reaper_facts import JOB_NAME, LOCK_KEY_SQL
+from reaper_facts import JOB_NAME, LOCK_KEY_SQL, WARDEN_JOB_NAME
 
 FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 RING = timedelta(seconds=45)
@@ -211,3 +211,22 @@ def job(conn: psycopg.Connection) -> dict | None:
         return None
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute("SELECT * FROM cron.job WHERE jobname = %s", [JOB_NAME]).fetchone()
+
+
+def warden_is_running(conn: psycopg.Connection, since: datetime) -> bool:
+    """The lock warden's pg_cron job is checking: on pg_cron 1.4 its minute-long CALL is
+    executing; on 1.5+ (one check a second, milliseconds each, too short to sample) one of its
+    runs has finished since `since`."""
+    return conn.execute(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity"
+        "                WHERE state = 'active' AND query LIKE 'CALL messenger.run_call_reaper_warden(%%')"
+        "    OR EXISTS (SELECT FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+        "                WHERE j.jobname = %s AND d.status = 'succeeded' AND d.end_time > %s)",
+        [WARDEN_JOB_NAME, since]).fetchone()[0]
+
+
+def pg_cron_version(conn: psycopg.Connection) -> tuple[int, ...]:
+    """pg_cron's extversion in this database (what the deploy and the procedures go by)."""
+    return tuple(int(x) for x in conn.execute(
+        "SELECT split_part(extversion, '-', 1) FROM pg_extension WHERE extname = 'pg_cron'"
+    ).fetchone()[0].split("."))

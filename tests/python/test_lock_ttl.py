@@ -19,6 +19,7 @@ from reaper_support import (
     call_rows,
     lock_granted_within,
     lock_is_free,
+    pg_cron_version,
     reap,
     ringing,
     takeovers,
@@ -27,7 +28,7 @@ from reaper_support import (
 )
 
 MAX_RUN_S = 30
-# The warden checks once a second; its CALL restarts at each minute boundary.
+# The warden checks once a second (pg_cron 1.4: a CALL a minute that loops; 1.5+: a run a second).
 WARDEN_S = 1
 # What a loaded 2-core machine adds to a bound before the holder is gone (the old stopwatch
 # slack). An observer waits for the lock under lock_timeout = bound + SLACK_S: the server raises
@@ -151,12 +152,6 @@ def test_busy_superuser_transaction_is_ended_after_the_ttl(calls, make_conn, sho
           f" lock free {waited:.1f} s after it was seen sleeping")
     assert held_for >= TTL_S
     assert call_rows(observer, [call["call_id"]])[call["call_id"]]["status"] == "Ringing"
-
-
-def pg_cron_version(conn):
-    return tuple(int(x) for x in conn.execute(
-        "SELECT split_part(extversion, '-', 1) FROM pg_extension WHERE extname = 'pg_cron'"
-    ).fetchone()[0].split("."))
 
 
 def test_a_stuck_scheduled_cycle_is_cancelled_after_the_max_run(dsn, calls, make_conn,
