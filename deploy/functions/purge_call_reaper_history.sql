@@ -26,6 +26,7 @@ BEGIN;
 -- the deploy created (messenger_call_reaper_owner could otherwise CREATE OR REPLACE it), and a
 -- search_path of the session must not redirect a name in it. What it calls with more than the
 -- caller's rights (_purge_call_reaper_runs) is SECURITY DEFINER and runs as that owner only.
+-- The warden's run details go too: on pg_cron 1.5+ it runs every second (86,400 rows a day).
 CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
     as_of      timestamptz DEFAULT NULL,
     batch_size integer     DEFAULT 10000)
@@ -52,7 +53,8 @@ BEGIN
                              FROM cron.job_run_details AS o
                             WHERE (o.username = 'messenger_call_reaper'
                                    OR o.jobid IN (SELECT j.jobid FROM cron.job AS j
-                                                   WHERE j.jobname = messenger.call_reaper_job_name('purge')))
+                                                   WHERE j.jobname IN (messenger.call_reaper_job_name('purge'),
+                                                                       messenger.call_reaper_job_name('warden'))))
                               AND o.database = current_database()
                               AND coalesce(o.end_time, o.start_time) < cutoff
                             ORDER BY o.runid

@@ -29,17 +29,20 @@ SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE database = '
 SELECT is((SELECT job_run_details_purged FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00')),
           0::bigint, 'purging again finds no run detail: it is idempotent');
 
--- The deployer's hourly job runs the purge; its own old run details go too, another role's stay.
+-- The deployer's hourly job runs the purge; its own and the warden's old run details go too,
+-- another role's stay.
 SELECT is((SELECT command FROM cron.job WHERE jobname = messenger.call_reaper_job_name('purge') AND username <> 'messenger_call_reaper'),
           'SELECT * FROM messenger.purge_call_reaper_history()',
           'the hourly purge job belongs to the deployer, not to the job role');
 INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message, start_time, end_time)
 VALUES ((SELECT jobid FROM cron.job WHERE jobname = messenger.call_reaper_job_name('purge')), current_database(), current_user,
         'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00'),
+       ((SELECT jobid FROM cron.job WHERE jobname = messenger.call_reaper_job_name('warden')), current_database(), current_user,
+        'y', 'succeeded', 'CALL 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00'),
        (NULL, current_database(), current_user, 'y', 'succeeded', 'SELECT 1', '1999-12-29 00:00+00', '1999-12-29 00:00:01+00');
 CREATE TEMP TABLE p3 AS SELECT * FROM messenger.purge_call_reaper_history(as_of => '2000-01-08 00:00+00');
-SELECT is((SELECT job_run_details_purged FROM p3), 1::bigint,
-          'the purge removes the purge job''s own old run detail');
+SELECT is((SELECT job_run_details_purged FROM p3), 2::bigint,
+          'the purge removes the purge and warden jobs'' own old run details (the warden runs every second on 1.5+)');
 SELECT is((SELECT count(*)::integer FROM cron.job_run_details WHERE command = 'y'),
           1, 'the purge leaves another job''s history alone');
 
