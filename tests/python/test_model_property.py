@@ -356,6 +356,12 @@ def insert(conn, calls):
 @example(scenario=([ringing_call(1, T0 - timedelta(hours=5)), ringing_call(2, T0 - timedelta(hours=5) + US),
                     ringing_call(3, T0 - timedelta(hours=5) + 2 * US), ringing_call(4, T0 - timedelta(days=2))],
                    [(timedelta(0), 1, False), (US, 1, True), (US, 1, False)], [0, 0, 0, 1]))
+# A call just due (the fresh lane) and one long overdue (the backlog) close in one batch.
+@example(scenario=([ringing_call(1, T0 - RING), ringing_call(2, T0 - timedelta(hours=5))],
+                   [(timedelta(0), 2, False)], [0, 0]))
+# A poison call is quarantined, then retried after its backoff, and quarantined again.
+@example(scenario=([replace(ringing_call(1, T0 - RING), callee_user_id=POISON_USER)],
+                   [(timedelta(0), 1, False), (BACKOFF, 1, False)], [0]))
 def test_database_equals_reference_model(conn, dsn, reaper_paused, poison_trigger, scenario):
     population, plan, arrival = scenario
     EXAMPLES_RUN.append(len(plan))
