@@ -2,7 +2,7 @@
 
 The bare-statement contestants and the peer build their SQL from these rows, so they always
 apply the reaper's own rule: which status each phase closes, what it becomes, which outbox row
-goes to whom. Only how long each phase waits is not in the rows: that is a setting.
+goes to whom, and how long it waits (the settings column its timeout_setting names).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import psycopg
 from common import AS_OF
 from psycopg.rows import dict_row
 
-# The settings column holding each phase's window (messenger.call_reaper_settings).
-TIMEOUT_SETTING = {"ring_timeout": "ring_timeout", "stale_answered": "stale_timeout"}
 RECIPIENTS = ("caller", "both")
 
 
@@ -44,14 +42,14 @@ class Phase:
 
 
 def load(conn: psycopg.Connection) -> list[Phase]:
-    rows = conn.execute("SELECT phase, status, new_status, end_reason, outbox_kind, recipients"
+    rows = conn.execute("SELECT phase, status, new_status, end_reason, outbox_kind, recipients, timeout_setting"
                         "  FROM messenger.call_reaper_phases() ORDER BY phase").fetchall()
     settings = conn.cursor(row_factory=dict_row).execute("SELECT * FROM messenger.call_reaper_settings").fetchone()
     phases = []
-    for phase, status, new_status, end_reason, kind, recipients in rows:
-        if phase not in TIMEOUT_SETTING or recipients not in RECIPIENTS:
-            raise SystemExit(f"bench: messenger.call_reaper_phases() has a phase it does not know: {phase} ({recipients})")
-        timeout = settings[TIMEOUT_SETTING[phase]]
+    for phase, status, new_status, end_reason, kind, recipients, setting in rows:
+        if recipients not in RECIPIENTS:
+            raise SystemExit(f"bench: messenger.call_reaper_phases() has recipients it does not know: {phase} ({recipients})")
+        timeout = settings[setting]
         phases.append(Phase(phase, status, new_status, end_reason, kind, recipients, timeout))
     # The statements tell a closed call's phase by its new status (RETURNING sees only that).
     if len({p.new_status for p in phases}) != len(phases) or len({p.status for p in phases}) != len(phases):

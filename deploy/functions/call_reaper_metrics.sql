@@ -4,16 +4,20 @@ BEGIN;
 
 -- messenger.call_reaper_metrics()
 --
--- Everything one Prometheus scrape needs, as one row from one statement (so every value comes
--- from the same snapshot and the exporter costs one round trip): the cumulative counters and
+-- Everything one Prometheus scrape needs, as one row read in one snapshot (a STABLE function's
+-- statements all see its caller's; the exporter costs one round trip): the cumulative counters and
 -- histograms the reaper keeps in messenger.call_reaper_counters, the skipped-run total (purged
 -- ones plus those still in the ledger), the active backlog per phase, the quarantine size and
 -- the settings an alert needs to turn "intervals" into seconds.
 --
--- Backlog = active calls already past their window at now(), with the configured timeouts and
--- the reaper's own due rule (messenger.call_due_key `<=` the cutoff), so it is exactly what the
--- next cycle would find due if it had no batch limit. Each count is a range scan of ix_call_due
--- that stops at the cutoff: calls still inside their window and ended calls are not read.
+-- Backlog = active calls already past their window at now(), per phase of
+-- messenger.call_reaper_phases() (its status, and its window: the setting its timeout_setting
+-- names), with the reaper's own due rule (messenger.call_due_key `<=` the cutoff), so it is
+-- exactly what the next cycle would find due if it had no batch limit. Each count is a range
+-- scan of ix_call_due that stops at the cutoff: calls still inside their window and ended calls
+-- are not read. PL/pgSQL for the status: a variable of the column's type (the product's may be
+-- an enum, which a text value from the phase table cannot be compared with) keeps the count an
+-- index range of ix_call_due, which a cast of the column to text would not.
 -- Quarantined calls are still counted: they are overdue and not closed. The quarantine size
 -- counts the rows whose call still exists (after a TRUNCATE or DELETE of calls, their rows go
 -- as their backoff expires, _reap_phase's retry lane).
@@ -38,10 +42,8 @@ BEGIN;
 -- their page counts make the planner estimate about 50 million for this statement, far past the
 -- JIT thresholds: it then spent 1.4 s compiling what runs in a millisecond, past the exporter's
 -- statement timeout (tests/python/test_jit.py).
--- Reworked after v1.1.0 with six more columns: dropped and created again (CREATE OR REPLACE
--- cannot change a row type), with the release's owner and grant.
-DROP FUNCTION IF EXISTS messenger.call_reaper_metrics();
-CREATE FUNCTION messenger.call_reaper_metrics()
+-- Reworked after v1.2.0: the backlog reads the phase table; same row, owner and grant.
+CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
     runs_skipped            bigint,
@@ -71,18 +73,34 @@ RETURNS TABLE (
     job_failing_reaper      boolean,
     job_failing_purge       boolean,
     job_failing_warden      boolean)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
--- The cutoffs are computed once, outside the counts, so each count is planned as one index range
--- scan whatever the (never analyzed) singleton tables are estimated to hold.
+DECLARE
+    v_phase   record;
+    v_status  messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
+    v_backlog jsonb := '{}'::jsonb;                   -- phase -> count
+BEGIN
+    -- The cutoffs are computed first, outside the counts, so each count is planned as one index
+    -- range scan whatever the (never analyzed) singleton tables are estimated to hold.
+    FOR v_phase IN
+        SELECT p.phase, p.status, now() - (to_jsonb(st) ->> p.timeout_setting)::interval AS cutoff
+          FROM messenger.call_reaper_phases() AS p
+         CROSS JOIN messenger.call_reaper_settings AS st
+    LOOP
+        v_status := v_phase.status;
+        v_backlog := v_backlog || jsonb_build_object(v_phase.phase,
+            (SELECT count(*) FROM messenger.call_sessions AS c
+              WHERE c.status = v_status
+                AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= v_phase.cutoff));
+    END LOOP;
+
+    RETURN QUERY
 WITH s AS MATERIALIZED (
-    SELECT now() - st.ring_timeout  AS ring_cutoff,
-           now() - st.stale_timeout AS stale_cutoff,
-           st.polling_interval,
+    SELECT st.polling_interval,
            st.lock_ttl
       FROM messenger.call_reaper_settings AS st
 ), lk AS MATERIALIZED (
@@ -125,12 +143,8 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        k.reap_lag_sum,
        greatest(k.last_run_at, (SELECT max(i.finished_at) FROM idle AS i)),
        greatest(k.last_success_at, (SELECT max(i.finished_at) FROM idle AS i)),
-       (SELECT count(*) FROM messenger.call_sessions AS c
-         WHERE c.status = 'Ringing'
-           AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.ring_cutoff FROM s)),
-       (SELECT count(*) FROM messenger.call_sessions AS c
-         WHERE c.status = 'Answered'
-           AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= (SELECT s.stale_cutoff FROM s)),
+       (v_backlog ->> 'ring_timeout')::bigint,
+       (v_backlog ->> 'stale_answered')::bigint,
        (SELECT count(*) FROM messenger.call_reaper_quarantine AS q
          WHERE EXISTS (SELECT FROM messenger.call_sessions AS c WHERE c.call_id = q.call_id)),
        s.polling_interval,
@@ -141,18 +155,11 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        (SELECT j.failing FROM jobs AS j WHERE j.kind = 'purge'),
        (SELECT j.failing FROM jobs AS j WHERE j.kind = 'warden')
   FROM messenger.call_reaper_counters AS k
- CROSS JOIN s
+ CROSS JOIN s;
+END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
 $$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
-
-REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
--- The new owner must be able to create in the schema, which the owner role may not: a grant
--- for this statement only (a superuser deployer needs none; no other session sees it).
-GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger.call_reaper_metrics() OWNER TO messenger_call_reaper_owner;
-REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
-GRANT EXECUTE ON FUNCTION messenger.call_reaper_metrics() TO messenger_call_reaper_monitor;
 
 COMMIT;

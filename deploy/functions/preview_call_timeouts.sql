@@ -18,6 +18,8 @@ BEGIN;
 -- SECURITY INVOKER: a DBA tool that shows call ids, so it needs the caller's own right to read
 -- messenger.call_sessions (and EXECUTE on messenger._reap_lanes, for a role that is not a
 -- superuser); EXECUTE is revoked from PUBLIC.
+-- Each phase's window is the setting its timeout_setting names (call_reaper_phases()), read
+-- from the settings row with the arguments laid over it: the arguments bear the settings' names.
 CREATE OR REPLACE FUNCTION messenger.preview_call_timeouts(
     batch_size    integer     DEFAULT NULL,
     ring_timeout  interval    DEFAULT NULL,
@@ -31,10 +33,8 @@ SET jit = off
 AS $$
 DECLARE
     c_uuid_max constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
-    v_settings messenger.call_reaper_settings;
+    v_settings messenger.call_reaper_settings;   -- the arguments laid over the configured values
     v_batch    integer;
-    v_ring     interval;
-    v_stale    interval;
     v_as_of    timestamptz;
     v_rule     record;
     v_timeout  interval;
@@ -43,13 +43,13 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_batch := coalesce(preview_call_timeouts.batch_size, v_settings.batch_size);
-    v_ring  := coalesce(preview_call_timeouts.ring_timeout, v_settings.ring_timeout);
-    v_stale := coalesce(preview_call_timeouts.stale_timeout, v_settings.stale_timeout);
+    v_settings.ring_timeout := coalesce(preview_call_timeouts.ring_timeout, v_settings.ring_timeout);
+    v_settings.stale_timeout := coalesce(preview_call_timeouts.stale_timeout, v_settings.stale_timeout);
     v_as_of := coalesce(preview_call_timeouts.as_of, clock_timestamp());
-    PERFORM messenger._check_reaper_options(v_batch, v_ring, v_stale, v_as_of);
+    PERFORM messenger._check_reaper_options(v_batch, v_settings.ring_timeout, v_settings.stale_timeout, v_as_of);
 
     FOR v_rule IN SELECT * FROM messenger.call_reaper_phases() LOOP
-        v_timeout := CASE v_rule.phase WHEN 'ring_timeout' THEN v_ring ELSE v_stale END;
+        v_timeout := (to_jsonb(v_settings) ->> v_rule.timeout_setting)::interval;
         v_lanes := messenger._reap_lanes(v_rule.phase, v_as_of, v_timeout, v_settings.polling_interval,
                                          v_settings.poison_backoff_max, NULL);
         v_status := v_lanes.status;
@@ -104,7 +104,7 @@ BEGIN
                c.due_key + v_timeout, v_as_of - (c.due_key + v_timeout),
                format('%s since %s, longer than %s %s; %s',
                       CASE v_rule.status WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,
-                      c.due_key, CASE v_rule.phase WHEN 'ring_timeout' THEN 'ring_timeout' ELSE 'stale_timeout' END,
+                      c.due_key, v_rule.timeout_setting,
                       v_timeout, c.why)
           FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog
                 UNION ALL SELECT * FROM sweep) AS c

@@ -1,7 +1,7 @@
 -- preview_call_timeouts: the calls a cycle would close and why, with the reaper's arguments and
 -- validation; it changes, and locks, nothing. Data lives in 2100 so the scheduled job never sees it.
 BEGIN;
-SELECT plan(13);
+SELECT plan(15);
 -- Who may run it: tests/pgtap/privileges.sql, which holds every grant (not repeated here).
 
 SELECT function_returns('messenger', 'preview_call_timeouts',
@@ -56,6 +56,17 @@ SELECT is((SELECT count(*)::integer
              FROM messenger.preview_call_timeouts(ring_timeout => '10 seconds', as_of => '2100-01-01 03:00+00')
             WHERE phase = 'ring_timeout'),
           3, 'arguments override the configured options, as for the reaper');
+SELECT results_eq(
+    $$SELECT phase, count(*)::integer FROM messenger.preview_call_timeouts(stale_timeout => '1 hour', as_of => '2100-01-01 03:00+00')
+       GROUP BY phase ORDER BY phase$$,
+    $$VALUES ('ring_timeout', 2), ('stale_answered', 2)$$,
+    'a phase''s timeout argument moves that phase''s window only');
+SELECT is(ARRAY(SELECT DISTINCT p.phase || ': ' || (v.reason LIKE '%longer than ' || p.timeout_setting || ' %')::text
+                  FROM messenger.preview_call_timeouts(as_of => '2100-01-01 03:00+00') AS v
+                  JOIN messenger.call_reaper_phases() AS p ON p.phase = v.phase
+                 ORDER BY 1),
+          ARRAY['ring_timeout: true', 'stale_answered: true'],
+          'each reason names the setting that times its phase (call_reaper_phases().timeout_setting)');
 
 SELECT throws_ok($$SELECT * FROM messenger.preview_call_timeouts(batch_size => 0)$$, '22023', NULL,
     'a bad batch_size is refused with 22023, as by the reaper');

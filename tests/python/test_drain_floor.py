@@ -36,8 +36,9 @@ PHASES = {
 BELOW_FLOOR = """
     SELECT count(*)
       FROM messenger.call_reaper_claim_floor AS f
+      JOIN messenger.call_reaper_phases() AS p ON p.phase = f.phase
       JOIN messenger.call_sessions AS s
-        ON s.status = CASE f.phase WHEN 'ring_timeout' THEN 'Ringing' ELSE 'Answered' END
+        ON s.status = p.status
        AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) < (f.due_key, f.call_id)
      WHERE s.call_id = ANY(%s)
        AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)"""

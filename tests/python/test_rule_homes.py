@@ -2,7 +2,8 @@
 the bench hold is read from there or checked against it here.
 
 - the phase rule, messenger.call_reaper_phases(): a cycle over one due call per phase does
-  exactly what the rule's rows say (status, end_reason, outbox kind, recipients);
+  exactly what the rule's rows say (status, end_reason, outbox kind, recipients), and times
+  each phase by the setting its timeout_setting names;
 - the SQLSTATE classes, messenger.call_reaper_error_class(): the states test_error_classes.py
   raises as transient are classed so, and the data ones as data;
 - the pg_cron job names, messenger.call_reaper_job_name(): reaper_facts.py's copies for the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from psycopg import sql
 from psycopg.rows import dict_row
 from reaper_facts import JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME
 from reaper_support import FUTURE, answered, outbox_rows, reap, ringing
@@ -38,6 +40,25 @@ def test_a_cycle_does_what_the_phase_rule_says(conn, calls, reaper_paused):
             [call["caller_user_id"], call["callee_user_id"]]
         assert targets == sorted(f"user:{u}" for u in parties), r["phase"]
         assert {p["kind"] for p in pushed if p["reference_id"] == call["call_id"]} == {r["outbox_kind"]}
+
+
+def test_a_cycle_times_each_phase_by_the_setting_the_rule_names(conn, calls, reaper_paused):
+    # One call per phase, due under the default windows (45 s, 2 h). Raising the setting a
+    # phase's timeout_setting names past its call's age keeps exactly that phase's call open.
+    with conn.cursor(row_factory=dict_row) as cur:
+        rule = cur.execute("SELECT phase, status, timeout_setting FROM messenger.call_reaper_phases()").fetchall()
+    assert len({r["timeout_setting"] for r in rule}) == len(rule) == 2
+    for r in rule:
+        made = calls.add([ringing(FUTURE - timedelta(minutes=5)), answered(FUTURE - timedelta(hours=3))])
+        with conn.transaction(force_rollback=True):
+            conn.execute(sql.SQL("UPDATE messenger.call_reaper_settings SET {} = interval '24 hours'")
+                         .format(sql.Identifier(r["timeout_setting"])))
+            reap(conn, as_of=FUTURE)
+            with conn.cursor(row_factory=dict_row) as cur:
+                after = {c["status"]: a["status"] for c in made for a in cur.execute(
+                    "SELECT status FROM messenger.call_sessions WHERE call_id = %s", [c["call_id"]]).fetchall()}
+        still_open = {before for before, now in after.items() if before == now}
+        assert still_open == {r["status"]}, f"{r['phase']} is timed by {r['timeout_setting']}"
 
 
 def test_the_error_classes_the_tests_raise_are_the_ones_sql_defines(conn):

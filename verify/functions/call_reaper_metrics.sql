@@ -6,6 +6,9 @@ BEGIN;
 SELECT 1 / (count(*) = 1)::integer FROM messenger.call_reaper_metrics();
 SELECT 1 / (lock_held_seconds >= 0 AND lock_warden_can_end IS NOT NULL AND lock_ttl > interval '0')::integer
   FROM messenger.call_reaper_metrics();
+-- A backlog column whose phase the phase table does not name would be NULL.
+SELECT 1 / (backlog_ring_timeout >= 0 AND backlog_stale_answered >= 0)::integer
+  FROM messenger.call_reaper_metrics();
 
 DO $$
 BEGIN

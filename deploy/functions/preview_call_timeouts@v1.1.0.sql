@@ -1,0 +1,121 @@
+-- Deploy call_timeout_reaper:functions/preview_call_timeouts to pg
+
+BEGIN;
+
+-- messenger.preview_call_timeouts(batch_size, ring_timeout, stale_timeout, as_of)
+--
+-- Dry run of one reaper cycle: the calls messenger.reap_call_timeouts would close with the same
+-- arguments, and why. Same arguments, defaults (messenger.call_reaper_settings) and validation
+-- (SQLSTATE 22023) as the reaper, and the same lanes: messenger._reap_lanes, which the cycle
+-- claims from too (claim floor included), per phase of messenger.call_reaper_phases():
+-- quarantined calls whose backoff expired (at most ceil(batch_size / 10), never more than 8),
+-- then healthy calls due within the last polling interval, then older healthy ones from the
+-- claim floor, oldest due first, and at a drain's end the calls below the floor it sweeps,
+-- batch_size in all. Rows come per phase in due order.
+-- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
+-- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)
+-- and by what changes in between.
+-- SECURITY INVOKER: a DBA tool that shows call ids, so it needs the caller's own right to read
+-- messenger.call_sessions (and EXECUTE on messenger._reap_lanes, for a role that is not a
+-- superuser); EXECUTE is revoked from PUBLIC.
+CREATE OR REPLACE FUNCTION messenger.preview_call_timeouts(
+    batch_size    integer     DEFAULT NULL,
+    ring_timeout  interval    DEFAULT NULL,
+    stale_timeout interval    DEFAULT NULL,
+    as_of         timestamptz DEFAULT NULL)
+RETURNS TABLE (phase text, call_id uuid, status text, new_status text, end_reason text,
+               due_at timestamptz, overdue interval, reason text)
+LANGUAGE plpgsql
+STABLE
+SET jit = off
+AS $$
+DECLARE
+    c_uuid_max constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
+    v_settings messenger.call_reaper_settings;
+    v_batch    integer;
+    v_ring     interval;
+    v_stale    interval;
+    v_as_of    timestamptz;
+    v_rule     record;
+    v_timeout  interval;
+    v_lanes    record;
+    v_status   messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
+BEGIN
+    SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
+    v_batch := coalesce(preview_call_timeouts.batch_size, v_settings.batch_size);
+    v_ring  := coalesce(preview_call_timeouts.ring_timeout, v_settings.ring_timeout);
+    v_stale := coalesce(preview_call_timeouts.stale_timeout, v_settings.stale_timeout);
+    v_as_of := coalesce(preview_call_timeouts.as_of, clock_timestamp());
+    PERFORM messenger._check_reaper_options(v_batch, v_ring, v_stale, v_as_of);
+
+    FOR v_rule IN SELECT * FROM messenger.call_reaper_phases() LOOP
+        v_timeout := CASE v_rule.phase WHEN 'ring_timeout' THEN v_ring ELSE v_stale END;
+        v_lanes := messenger._reap_lanes(v_rule.phase, v_as_of, v_timeout, v_settings.polling_interval,
+                                         v_settings.poison_backoff_max, NULL);
+        v_status := v_lanes.status;
+        RETURN QUERY
+        WITH expired AS (
+            SELECT q.call_id, q.next_attempt_at
+              FROM messenger.call_reaper_quarantine AS q
+             WHERE v_lanes.retry_due AND q.phase = v_rule.phase AND q.next_attempt_at <= v_as_of
+             ORDER BY q.next_attempt_at, q.call_id
+             LIMIT least(8, (v_batch + 9) / 10)
+        ), retry AS (
+            SELECT s.call_id, s.status, k.due_key,
+                   format('quarantined (backoff expired at %s): retried', e.next_attempt_at) AS why
+              FROM expired AS e
+              JOIN messenger.call_sessions AS s ON s.call_id = e.call_id
+             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+             WHERE s.status = v_status AND k.due_key <= v_lanes.cutoff
+        ), fresh AS (
+            SELECT s.call_id, s.status, k.due_key, 'due within the last polling interval'::text AS why
+              FROM messenger.call_sessions AS s
+             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+             WHERE s.status = v_status
+               AND (k.due_key, s.call_id) >= (v_lanes.fresh_from, c_uuid_max) AND k.due_key <= v_lanes.cutoff
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+             ORDER BY k.due_key, s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry), 0)
+        ), backlog AS (
+            SELECT s.call_id, s.status, k.due_key, 'backlog, oldest due first'::text AS why
+              FROM messenger.call_sessions AS s
+             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+             WHERE NOT v_lanes.backlog_empty AND s.status = v_status
+               AND (k.due_key, s.call_id) >= (v_lanes.backlog_key, v_lanes.backlog_id)
+               AND k.due_key <= v_lanes.fresh_from
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+             ORDER BY k.due_key, s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
+        ), sweep AS (
+            -- A drain's end: the backlog lane came up short above a floor full lanes moved.
+            SELECT s.call_id, s.status, k.due_key, 'below the claim floor a drain left (its end sweeps there)'::text AS why
+              FROM messenger.call_sessions AS s
+             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+             WHERE v_lanes.floor_key IS NOT NULL AND NOT v_lanes.floor_swept AND s.status = v_status
+               AND (k.due_key, s.call_id) <= (v_lanes.floor_key, v_lanes.floor_id)
+               AND s.call_id NOT IN (SELECT b.call_id FROM backlog AS b)
+               AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+               AND (SELECT count(*) FROM backlog) < v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
+             ORDER BY k.due_key, s.call_id
+             LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
+                            - (SELECT count(*) FROM backlog), 0)
+        )
+        SELECT v_rule.phase, c.call_id, c.status::text, v_rule.new_status, v_rule.end_reason,
+               c.due_key + v_timeout, v_as_of - (c.due_key + v_timeout),
+               format('%s since %s, longer than %s %s; %s',
+                      CASE v_rule.status WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,
+                      c.due_key, CASE v_rule.phase WHEN 'ring_timeout' THEN 'ring_timeout' ELSE 'stale_timeout' END,
+                      v_timeout, c.why)
+          FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog
+                UNION ALL SELECT * FROM sweep) AS c
+         ORDER BY c.due_key, c.call_id;
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION messenger.preview_call_timeouts(integer, interval, interval, timestamptz) IS
+$$Dry run of one reaper cycle: the calls messenger.reap_call_timeouts(...) would close with the same arguments (phase, new status, due time, how overdue, why). Changes and locks nothing. Usage: SELECT * FROM messenger.preview_call_timeouts();$$;
+
+REVOKE ALL ON FUNCTION messenger.preview_call_timeouts(integer, interval, interval, timestamptz) FROM PUBLIC;
+
+COMMIT;
