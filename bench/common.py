@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 import psycopg
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-# The names shared with the tests (job, roles, the SQL expression of the lock key): every module
-# that imports reaper_facts imports this one first.
-sys.path.insert(0, str(REPO / "tests" / "python"))
 
 # The bench lives in its own far-future window so no clock-driven job ever finds its rows
 # overdue; every cycle it runs by hand gets this as_of.

@@ -24,7 +24,6 @@ import psycopg
 import seed
 import statements as st
 from common import AS_OF, CYCLE_SQL, Run, cycle_as_of, log
-from reaper_facts import LOCK_KEY_SQL
 
 
 def drain_reaper(run: Run, batch: int) -> dict:
@@ -54,7 +53,7 @@ def drain_peer(run: Run, batch: int) -> dict:
         while True:
             closed = 0
             with c.transaction():
-                if not c.execute(f"SELECT pg_try_advisory_xact_lock({LOCK_KEY_SQL})").fetchone()[0]:
+                if not c.execute("SELECT pg_try_advisory_xact_lock(messenger.call_reaper_lock_key())").fetchone()[0]:
                     sys.exit("bench: the peer lost its lock to someone else")
                 run_id = c.execute("SELECT gen_random_uuid()").fetchone()[0]
                 for ph in run.phases:

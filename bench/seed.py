@@ -14,7 +14,6 @@ import sys
 import time
 
 from common import AS_OF, HISTORY_SPAN_DAYS, RECENT, Run, log
-from reaper_facts import JOB_NAME
 
 HISTORY_SQL = """
 INSERT INTO messenger.call_sessions
@@ -80,8 +79,9 @@ def prepare(run: Run) -> None:
     # (the DBA's verb) rather than unscheduled, so the idle-WAL part can let it run as deployed.
     if a.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pg_cron'").fetchone()[0]:
         a.execute("SELECT messenger.pause_call_reaper()")
-        run.scheduled = a.execute("SELECT count(*) FROM cron.job WHERE jobname = %s AND active",
-                                  (JOB_NAME,)).fetchone()[0] == 1
+        run.scheduled = a.execute("SELECT count(*) FROM cron.job"
+                                  " WHERE jobname = messenger.call_reaper_job_name('reaper') AND active"
+                                  ).fetchone()[0] == 1
     if a.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]:
         sys.exit("bench: messenger.call_sessions is not empty; run the bench on a throwaway database")
     partitioned = a.execute("SELECT relkind = 'p' FROM pg_class"

@@ -3,7 +3,8 @@
 The single-runner lock key itself lives in SQL only (messenger.call_reaper_lock_key(),
 deploy/functions/call_reaper_lock_key.sql): Python sends the expressions below instead of a
 copy of the number, so a test cannot drift from the key the reaper takes.
-The bench imports this module too (bench/common.py puts this directory on sys.path).
+The bench does not import it: with a connection from the start, it calls the SQL homes
+(messenger.call_reaper_lock_key(), messenger.call_reaper_job_name('reaper')) itself.
 """
 
 from pathlib import Path

@@ -8,12 +8,16 @@ the bench hold is read from there or checked against it here.
   raises as transient are classed so, and the data ones as data;
 - the pg_cron job names, messenger.call_reaper_job_name(): reaper_facts.py's copies for the
   Python side (read at import time, before any connection) equal it, and the jobs the deploy
-  scheduled carry them.
+  scheduled carry them;
+- the bench reads those homes in SQL itself and never the tests' modules.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -75,3 +79,14 @@ def test_the_job_names_the_tests_use_are_the_sql_ones_and_scheduled(conn):
     assert home == (JOB_NAME, PURGE_JOB_NAME, WARDEN_JOB_NAME)
     names = {r[0] for r in conn.execute("SELECT jobname FROM cron.job")}
     assert set(home) <= names
+
+
+def test_the_bench_imports_nothing_from_the_tests():
+    # Every bench module imported as `make bench` runs them (from bench/): none may put the tests'
+    # directory on sys.path to borrow a name the SQL already holds.
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    modules = sorted(p.stem for p in bench.glob("*.py"))
+    probe = (f"import sys; import {', '.join(modules)}; "
+             "print([p for p in sys.path if p.rstrip('/').endswith('tests/python')])")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=bench, capture_output=True, text=True, check=True)
+    assert len(modules) > 10 and out.stdout.strip() == "[]"
