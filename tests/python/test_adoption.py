@@ -29,9 +29,11 @@ import re
 import psycopg
 import pytest
 from adoption_support import (
+    ROOT,
     create_product_database,
     product_objects,
     product_rows,
+    psql,
     reaper_objects,
     sqitch,
 )
@@ -92,6 +94,12 @@ def test_deploy_beside_product_tables_reap_and_revert_keeps_everything(conn, typ
         owner = product.execute("SELECT pg_get_userbyid(relowner) FROM pg_class"
                                 " WHERE oid = 'messenger.call_sessions'::regclass").fetchone()[0]
         assert owner == "messenger_service", "the deploy took over the product's table"
+
+        # The backlog as the exporter and the DBA's script count it, on these column types.
+        assert product.execute("SELECT backlog_ring_timeout, backlog_stale_answered"
+                               "  FROM messenger.call_reaper_metrics()").fetchone() == (300, 0)
+        backlog = psql(db, "-A", "-t", "-F", "|", "-f", str(ROOT / "sql" / "backlog.sql")).stdout.split()
+        assert [line.split("|")[:3] for line in backlog] == [["ring_timeout", "300", "0"]]
 
         # The reaper works on these tables as they are: one hand-run cycle closes the 300 due calls.
         cycle = product.execute("SELECT missed_count, poisoned_count FROM messenger.reap_call_timeouts(batch_size => 1000)").fetchone()
