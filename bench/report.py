@@ -16,6 +16,7 @@ import goals
 import idle
 import idlewal
 import product
+import productwrites
 import psycopg
 
 
@@ -86,6 +87,35 @@ def product_table(rows: dict[str, dict], args) -> list[str]:
                    for label, r in rows.items()])
 
 
+def product_writes_table(res: dict, args) -> list[str]:
+    s = productwrites.summary(res)
+
+    def xs(v: list[float]) -> str:
+        return f"{statistics.median(v):.2f}x ({', '.join(f'{x:.2f}' for x in v)})" if v else ""
+
+    rows = [[shape, r["runs"], f"{r['statements']:,}", f"{r['hot']:.0%}", f"{r['hot_progress']:.0%}",
+             f"{r['wal_per']:,.0f}", _fmt(r["nofpi_per"], ",.0f"), xs(r["wal_per_x"]), xs(r["nofpi_per_x"]),
+             f"{r['p50']:.2f}", f"{r['p95']:.2f}", f"{r['p99']:.2f}", f"{r['p99_spread'][0]:.2f}-{r['p99_spread'][1]:.2f}",
+             xs(r["p99_x"])] for shape, r in s.items()]
+    lines = [(f"Product writes on a copy of call_sessions ({args.history:,} archived calls, {args.pw_answered:,} live"
+              f" Answered of which {args.pw_long:.0%} started before the stale window, {args.pw_ringing:,} Ringing):"
+              f" {args.pw_clients} clients x {args.pw_rate:g} statements/s for {args.pw_seconds:g} s per run, a life ="
+              f" {', '.join(productwrites.LIFE)}; {args.pw_rounds} interleaved rounds; ratios are per round against"
+              f" 'none' in the same round, median (all rounds)"), ""]
+    lines += _table(["index shape", "runs", "statements", "HOT of all updates", "HOT per progress update",
+                     "WAL B/write", "without FPIs", "WAL vs none", "without FPIs vs none", "p50 ms", "p95 ms",
+                     "p99 ms", "p99 range over runs", "p99 vs none"], rows)
+    claims = {}
+    for c in res["claims"]:
+        claims.setdefault(c["shape"], {})[c["label"]] = c
+    labels = list(next(iter(claims.values())))
+    head = ["claim of one batch per phase (buffers / ms)"] + labels + [f"idle growth, buffers ({labels[0]} -> {labels[1]})"]
+    lines += _table(head, [[shape] + [f"{c[x]['buffers']:,.0f} / {c[x]['ms']:.3f}" for x in labels]
+                           + [f"{c[labels[1]]['buffers'] / max(c[labels[0]]['buffers'], 1):.2f}x"]
+                           for shape, c in claims.items()])
+    return lines
+
+
 def after_drain_table(after: list[dict], args) -> list[str]:
     return _table([(f"idle after a {args.backlog:,}-call drain (autovacuum on, cycle 0 right after the drain's last,"
                    f" then every {args.poll_interval:g} s)"), "cycle", "seconds after", "buffers", "vs before the drain",
@@ -104,6 +134,7 @@ def report(results: dict, run, total_s: float) -> str:
              ("idle", idle_table, lambda r: idle.measured(r, args.history)),
              ("idle_wal", idle_wal, idlewal.measured),
              ("product", lambda r: product_table(r, args), product.measured),
+             ("product_writes", lambda r: product_writes_table(r, args), productwrites.measured),
              ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured))
     for key, table, measure in parts:
         if results.get(key):
