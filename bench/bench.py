@@ -118,10 +118,13 @@ def main() -> None:
                         " interval of warm-up; 0 to skip it (IDLE_WAL_SECONDS, default 120)")
     p.add_argument("--product-clients", type=int, default=int(env("PRODUCT_CLIENTS", "4")),
                    help="product client connections (PRODUCT_CLIENTS, default 4)")
-    p.add_argument("--product-rate", type=float, default=float(env("PRODUCT_RATE", "40")),
-                   help="statements per second per product client (PRODUCT_RATE, default 40)")
-    p.add_argument("--product-seconds", type=float, default=float(env("PRODUCT_SECONDS", "15")),
-                   help="length of the product-alone run (PRODUCT_SECONDS, default 15)")
+    p.add_argument("--product-rate", type=float, default=float(env("PRODUCT_RATE", "100")),
+                   help="statements per second per product client (PRODUCT_RATE, default 100)")
+    p.add_argument("--product-seconds", type=float, default=float(env("PRODUCT_SECONDS", "8")),
+                   help="length of the product-alone run, about a drain's (PRODUCT_SECONDS, default 8)")
+    p.add_argument("--product-pairs", type=int, default=int(env("PRODUCT_PAIRS", "3")),
+                   help="interleaved triples of the product alone, beside the reaper's drain and beside the"
+                        " control's; the goals are the median of the triples' ratios (PRODUCT_PAIRS, default 3)")
     p.add_argument("--drain-pause-ms", type=float, default=float(env("DRAIN_PAUSE_MS", "20")),
                    help="also run the product during a drain that pauses this long between cycles, 0 to skip"
                         " (DRAIN_PAUSE_MS, default 20)")

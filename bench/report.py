@@ -77,14 +77,39 @@ def idle_wal(r: dict) -> list[str]:
     return lines
 
 
-def product_table(rows: dict[str, dict], args) -> list[str]:
-    return _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "statements",
-                   "seconds", "live-call p50 ms", "live-call p99 ms", "late hangups", "late-hangup p99 ms",
-                   "waited on the reaper", "longest wait ms", "reaper cycles", "cycle p50 / max ms"],
-                  [[label, f"{r['statements']:,}", f"{r['wall_s']:.1f}", f"{r['live_p50']:.2f}", f"{r['live_p99']:.2f}",
-                    f"{r['late_n']:,}", f"{r['late_p99']:.2f}", f"{r['waits']:,}", f"{r['wait_max_ms']:.1f}",
-                    r["cycles"] or "", f"{r['cycle_p50_ms']:.1f} / {r['cycle_max_ms']:.1f}" if r["cycles"] else ""]
-                   for label, r in rows.items()])
+def product_table(runs: list[dict], args) -> list[str]:
+    lines = _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "triple",
+                    "statements", "seconds", "live-call p50 ms", "p95 ms", "p99 ms", "p99 95 % interval",
+                    "p99 new / answer / heartbeat / end", "late hangups", "late-hangup p99 ms", "waited on the drain",
+                    "longest wait ms", "drain cycles", "cycle p50 / max ms"],
+                   [[r["label"], "" if r["pair"] is None else r["pair"] + 1, f"{r['statements']:,}", f"{r['wall_s']:.1f}",
+                     f"{r['live_p50']:.2f}", f"{r['live_p95']:.2f}", f"{r['live_p99']:.2f}",
+                     f"{r['live_p99_ci'][0]:.2f}-{r['live_p99_ci'][1]:.2f}",
+                     " / ".join(f"{r['kind_p99'][k]:.2f}" for k in product.KINDS),
+                     f"{r['late_n']:,}", f"{r['late_p99']:.2f}", f"{r['waits']:,}", f"{r['wait_max_ms']:.1f}",
+                     r["cycles"] or "", f"{r['cycle_p50_ms']:.1f} / {r['cycle_max_ms']:.1f}" if r["cycles"] else ""]
+                    for r in runs])
+    # What the backends were doing, summed over the runs of each kind: the product's statements
+    # (share of their samples) and the drain's backend (share of its samples).
+    labels = list(dict.fromkeys(r["label"] for r in runs))
+    for key, who, prefix in (("events", "product live-call statements", "live call "),
+                             ("events", "product late hangups", "late hangup "), ("drain_events", "drain backend", "")):
+        totals = {lb: {} for lb in labels}
+        for r in runs:
+            for ev, n in r[key].items():
+                if ev.startswith(prefix):
+                    ev = ev.removeprefix(prefix)
+                    totals[r["label"]][ev] = totals[r["label"]].get(ev, 0) + n
+        shown = [lb for lb in labels if totals[lb]]
+        if not shown:
+            continue
+        events = sorted({ev for lb in shown for ev in totals[lb]},
+                        key=lambda ev: -max(totals[lb].get(ev, 0) / sum(totals[lb].values()) for lb in shown))
+        lines += _table([f"{who}: sampled every {args.sample_ms:g} ms"] + [f"{lb} ({sum(totals[lb].values()):,} samples)"
+                                                                          for lb in shown],
+                        [[ev] + [f"{totals[lb].get(ev, 0) / sum(totals[lb].values()):.1%}" for lb in shown]
+                         for ev in events[:12]])
+    return lines
 
 
 def product_writes_table(res: dict, args) -> list[str]:
