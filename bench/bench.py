@@ -125,9 +125,10 @@ def main() -> None:
     p.add_argument("--product-pairs", type=int, default=int(env("PRODUCT_PAIRS", "3")),
                    help="interleaved triples of the product alone, beside the reaper's drain and beside the"
                         " control's; the goals are the median of the triples' ratios (PRODUCT_PAIRS, default 3)")
-    p.add_argument("--drain-pause-ms", type=float, default=float(env("DRAIN_PAUSE_MS", "20")),
-                   help="also run the product during a drain that pauses this long between cycles, 0 to skip"
-                        " (DRAIN_PAUSE_MS, default 20)")
+    p.add_argument("--duty-cycles", type=lambda t: [float(x) for x in t.split(",") if x.strip()],
+                   default=[float(x) for x in env("DUTY_CYCLES", "0.5").split(",") if x.strip()],
+                   help="also run the product during a polite drain, CALL drain_call_timeouts(duty_cycle => d), at"
+                        " each of these; empty to skip (DUTY_CYCLES, default 0.5)")
     p.add_argument("--sample-ms", type=float, default=float(env("SAMPLE_MS", "5")),
                    help="lock-wait sampling interval (SAMPLE_MS, default 5)")
     p.add_argument("--pw-clients", type=int, default=int(env("PW_CLIENTS", "4")),

@@ -121,8 +121,9 @@ def lock_sampler(run: Run, stop: threading.Event, reaper: dict, waits: dict, eve
 KINDS = ("new", "answer", "heartbeat", "end")
 
 
-def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0, pair: int | None = None) -> dict:
-    """drain: None (the product alone), "reaper", or "batched-bound" (the control)."""
+def product_run(run: Run, label: str, drain: str | None, duty: float = 1.0, pair: int | None = None) -> dict:
+    """drain: None (the product alone), "reaper" (cycles by hand, back to back), "polite"
+    (CALL messenger.drain_call_timeouts(duty_cycle => duty)) or "batched-bound" (the control)."""
     seed.reset_backlog(run)
     stop = threading.Event()
     lat: dict[str, list[float]] = {k: [] for k in (*KINDS, "late_hangup")}
@@ -147,7 +148,11 @@ def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0, 
             for v in lat.values():
                 v.clear()
             t0 = time.perf_counter()
-            while drain:
+            if drain == "polite":
+                c.execute(POLITE_SQL, {"batch": run.args.batches[0], "as_of": AS_OF, "duty": duty})
+                cycle_ms = [float(x) for (x,) in c.execute(
+                    "SELECT duration_ms FROM messenger.call_reaper_runs WHERE missed_count + failed_count > 0")]
+            while drain in ("reaper", "batched-bound"):
                 t1 = time.perf_counter()
                 if drain == "reaper":
                     missed, failed, _ms, _locked = c.execute(CYCLE_SQL, (run.args.batches[0], cycle_as_of())).fetchone()
@@ -157,8 +162,6 @@ def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0, 
                 if closed == 0:
                     break
                 cycle_ms.append((time.perf_counter() - t1) * 1000)
-                if pause_ms:
-                    time.sleep(pause_ms / 1000)
             if not drain:
                 time.sleep(run.args.product_seconds)
             wall = time.perf_counter() - t0
@@ -173,7 +176,7 @@ def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0, 
     live = [x for k in KINDS for x in lat[k]]
     late = lat["late_hangup"]
     r = {
-        "label": label, "drain": drain, "pause_ms": pause_ms, "pair": pair,
+        "label": label, "drain": drain, "duty": duty, "pair": pair,
         "wall_s": wall, "statements": len(live) + len(late), "live_n": len(live),
         "live_p50": quantile(live, 0.50), "live_p95": quantile(live, 0.95), "live_p99": quantile(live, 0.99),
         "live_p99_ci": quantile_interval(live, 0.99),
@@ -192,20 +195,26 @@ def product_run(run: Run, label: str, drain: str | None, pause_ms: float = 0.0, 
 
 
 ALONE, REAPER, CONTROL = "alone", "reaper@{b0}", "control: batched-bound@{b0}"
+POLITE = "polite: drain_call_timeouts(batch_size => {b0}, duty_cycle => {d:g})"
+POLITE_SQL = ("CALL messenger.drain_call_timeouts(max_cycles => 1000000, batch_size => %(batch)s, as_of => %(as_of)s,"
+              " duty_cycle => %(duty)s::real)")
 
 
 def run_product(run: Run) -> list[dict]:
     """PRODUCT_PAIRS interleaved triples (alone, the reaper's drain, the control's drain), each
-    triple in another order so neither drain always follows the other; then the paused drain."""
-    b0, pause = run.args.batches[0], run.args.drain_pause_ms
+    triple in another order so neither drain always follows the other; then the polite drain at
+    each DUTY_CYCLES value, if the deployed drain procedure has the setting."""
+    b0 = run.args.batches[0]
     kinds = [(ALONE, None), (REAPER.format(b0=b0), "reaper"), (CONTROL.format(b0=b0), "batched-bound")]
     runs = []
     for i in range(run.args.product_pairs):
         order = kinds[i % 3:] + kinds[:i % 3] if i % 2 == 0 else list(reversed(kinds[i % 3:] + kinds[:i % 3]))
         for label, drain in order:
             runs.append(product_run(run, label, drain, pair=i))
-    if pause:
-        runs.append(product_run(run, f"reaper@{b0} pausing {pause:g} ms between cycles", "reaper", pause))
+    polite = run.admin.execute("SELECT to_regprocedure('messenger.drain_call_timeouts(integer, integer, interval,"
+                               " interval, timestamptz, real, integer, bigint, bigint)')").fetchone()[0]
+    for d in run.args.duty_cycles if polite else []:
+        runs.append(product_run(run, POLITE.format(b0=b0, d=d), "polite", d))
     return runs
 
 
@@ -222,7 +231,7 @@ def measured(runs: list[dict]) -> tuple[dict, list]:
     if not by_pair(runs, ALONE):
         return {}, []
     labels = {r["label"] for r in runs}
-    reaper = next(x for x in labels if x.startswith("reaper@") and "pausing" not in x)
+    reaper = next(x for x in labels if x.startswith("reaper@"))
     control = next(x for x in labels if x.startswith("control"))
     values, figures = {}, []
 
@@ -249,11 +258,12 @@ def measured(runs: list[dict]) -> tuple[dict, list]:
             what = (f"spread of the live-call p99 over the {len(p99s)} runs of {label}"
                     f" ({min(p99s):.2f}-{max(p99s):.2f} ms), max / min")
             figures.append((what, f"{max(p99s) / min(p99s):.2f}x"))
-    paused = [r for r in runs if "pausing" in r["label"]]
     alone = [r["live_p99"] for r in runs if r["label"] == ALONE]
-    for r in paused:
-        figures.append((f"product live-call p99 during {r['label']} / alone (median of the alone runs)",
+    full = statistics.median(r["wall_s"] for r in runs if r["label"] == reaper)
+    for r in (r for r in runs if r["drain"] == "polite"):
+        figures.append((f"product live-call p99 during the {r['label']} / alone (median of the alone runs)",
                         f"{r['live_p99'] / statistics.median(alone):.2f}x"))
+        figures.append((f"drain time of the {r['label']} / of reaper@ (median)", f"{r['wall_s'] / full:.2f}x"))
     during = [r for r in runs if r["label"] == reaper]
     longest = max(during, key=lambda r: r["wait_max_ms"])
     values["product_wait"] = (
