@@ -18,6 +18,11 @@ Parts (PARTS), each in its own module:
                                interleaved rounds, with what each cost per call (costs.py)
   product      product.py      client connections running live calls' statements at a fixed rate,
                                alone and during a drain; latencies and waits on the reaper's locks
+  product-writes productwrites.py
+                               the service's own writes at a fixed rate on a copy of call_sessions
+                               without the reaper's index, with ix_call_due and with candidate
+                               shapes, interleaved: HOT updates, WAL and p99 per write, and what
+                               each shape's claims cost
   after-drain  afterdrain.py   the first idle cycle after a drain, then idle cycles at the polling
                                interval with autovacuum on
 seed.py seeds and resets the data, report.py prints the tables and the goals, profiling.py the
@@ -37,12 +42,13 @@ import idle
 import idlewal
 import phases
 import product
+import productwrites
 import psycopg
 import report
 import seed
 from common import Run
 
-PARTS = ("idle", "idle-wal", "drain", "product", "after-drain")
+PARTS = ("idle", "idle-wal", "drain", "product", "product-writes", "after-drain")
 
 
 def run_all(run: Run) -> dict:
@@ -68,6 +74,8 @@ def run_all(run: Run) -> dict:
             results["drains"] = contestants.run_drains(run)
         if "product" in parts:
             results["product"] = product.run_product(run)
+        if "product-writes" in parts:
+            results["product_writes"] = productwrites.run_product_writes(run)
         if "after-drain" in parts:
             results["after_drain"] = afterdrain.run_after_drain(run)
     return results
@@ -110,15 +118,38 @@ def main() -> None:
                         " interval of warm-up; 0 to skip it (IDLE_WAL_SECONDS, default 120)")
     p.add_argument("--product-clients", type=int, default=int(env("PRODUCT_CLIENTS", "4")),
                    help="product client connections (PRODUCT_CLIENTS, default 4)")
-    p.add_argument("--product-rate", type=float, default=float(env("PRODUCT_RATE", "40")),
-                   help="statements per second per product client (PRODUCT_RATE, default 40)")
-    p.add_argument("--product-seconds", type=float, default=float(env("PRODUCT_SECONDS", "15")),
-                   help="length of the product-alone run (PRODUCT_SECONDS, default 15)")
-    p.add_argument("--drain-pause-ms", type=float, default=float(env("DRAIN_PAUSE_MS", "20")),
-                   help="also run the product during a drain that pauses this long between cycles, 0 to skip"
-                        " (DRAIN_PAUSE_MS, default 20)")
+    p.add_argument("--product-rate", type=float, default=float(env("PRODUCT_RATE", "100")),
+                   help="statements per second per product client (PRODUCT_RATE, default 100)")
+    p.add_argument("--product-seconds", type=float, default=float(env("PRODUCT_SECONDS", "8")),
+                   help="length of the product-alone run, about a drain's (PRODUCT_SECONDS, default 8)")
+    p.add_argument("--product-pairs", type=int, default=int(env("PRODUCT_PAIRS", "3")),
+                   help="interleaved triples of the product alone, beside the reaper's drain and beside the"
+                        " control's; the goals are the median of the triples' ratios (PRODUCT_PAIRS, default 3)")
+    p.add_argument("--duty-cycles", type=lambda t: [float(x) for x in t.split(",") if x.strip()],
+                   default=[float(x) for x in env("DUTY_CYCLES", "0.5").split(",") if x.strip()],
+                   help="also run the product during a polite drain, CALL drain_call_timeouts(duty_cycle => d), at"
+                        " each of these; empty to skip (DUTY_CYCLES, default 0.5)")
     p.add_argument("--sample-ms", type=float, default=float(env("SAMPLE_MS", "5")),
                    help="lock-wait sampling interval (SAMPLE_MS, default 5)")
+    p.add_argument("--pw-clients", type=int, default=int(env("PW_CLIENTS", "4")),
+                   help="product-writes: client connections (PW_CLIENTS, default 4)")
+    p.add_argument("--pw-rate", type=float, default=float(env("PW_RATE", "100")),
+                   help="product-writes: statements per second per client (PW_RATE, default 100)")
+    p.add_argument("--pw-seconds", type=float, default=float(env("PW_SECONDS", "10")),
+                   help="product-writes: seconds per run (PW_SECONDS, default 10)")
+    p.add_argument("--pw-rounds", type=int, default=int(env("PW_ROUNDS", "3")),
+                   help="product-writes: interleaved rounds of every index shape (PW_ROUNDS, default 3)")
+    p.add_argument("--pw-answered", type=lambda s: int(s.replace("_", "")), default=int(env("PW_ANSWERED", "20000")),
+                   help="product-writes: live Answered calls whose progress the clients write (PW_ANSWERED, default 20000)")
+    p.add_argument("--pw-ringing", type=lambda s: int(s.replace("_", "")), default=int(env("PW_RINGING", "1000")),
+                   help="product-writes: live Ringing calls beside them (PW_RINGING, default 1000)")
+    p.add_argument("--pw-long", type=float, default=float(env("PW_LONG", "0.01")),
+                   help="product-writes: share of live Answered calls started before the stale window, still"
+                        " talking (PW_LONG, default 0.01)")
+    p.add_argument("--pw-idle-live", type=lambda s: int(s.replace("_", "")), default=int(env("PW_IDLE_LIVE", "100000")),
+                   help="product-writes: live calls of the larger idle claim (PW_IDLE_LIVE, default 100000)")
+    p.add_argument("--pw-claim-runs", type=int, default=int(env("PW_CLAIM_RUNS", "5")),
+                   help="product-writes: runs of each claim, the median kept (PW_CLAIM_RUNS, default 5)")
     p.add_argument("--poll-interval", type=float, default=float(env("POLL_INTERVAL", "15")),
                    help="seconds between idle cycles after the drain: the job's polling interval (POLL_INTERVAL, default 15)")
     p.add_argument("--after-drain-cycles", type=int, default=int(env("AFTER_DRAIN_CYCLES", "6")),

@@ -42,10 +42,18 @@ GOALS = (
     Goal("idle_uncounted", "idle cycles run_total did not count", "<=", 0, "cycles",
          "cycles run (by hand; scheduled: polling ticks in the window) minus the rise of"
          " call_reaper_metrics()' runs_completed + runs_skipped + runs_rolled_back"),
-    Goal("product_p99", "product live-call p99, during a drain / alone", "<=", 1.5, "x",
-         "PRODUCT_CLIENTS clients at PRODUCT_RATE statements/s, client-side latency"),
+    Goal("product_p99_control", "product live-call p99, during the reaper's drain / during the control's", "<=", 1.2,
+         "x", "PRODUCT_CLIENTS clients at PRODUCT_RATE statements/s, client-side latency; PRODUCT_PAIRS interleaved"
+         " triples (alone, reaper@{b0} drain, batched-bound@{b0} drain), the median of the triples' ratios"),
+    Goal("product_p99", "product live-call p99, during the reaper's drain / alone", "<=", 1.5, "x",
+         "the same runs, the median of the triples' ratios"),
     Goal("product_wait", "longest product wait on the reaper / longest reaper cycle", "<=", 1.0, "x",
          "pg_stat_activity and pg_blocking_pids() sampled every SAMPLE_MS during the drain (0: no wait)"),
+    Goal("writes_wal", "product WAL per write, with ix_call_due / without the reaper's index", "<=", 1.1, "x",
+         "insert-LSN delta minus full-page images (pg_walinspect) / statements of PW_CLIENTS clients at PW_RATE"
+         " for PW_SECONDS on a copy of call_sessions; the median of the PW_ROUNDS interleaved rounds' ratios"),
+    Goal("writes_p99", "product write p99, with ix_call_due / without the reaper's index", "<=", 1.1, "x",
+         "client-side, the same runs; the median of the rounds' ratios"),
     Goal("first_idle", "buffers of the first idle cycle after a {backlog}-call drain / an idle cycle before it",
          "<=", 10, "x", "pg_stat_statements (shared hit + read, nested statements included) of the cycle"
          " right after the drain's last (the job's catch-up rule); deployed settings, autovacuum on"),

@@ -16,6 +16,7 @@ import goals
 import idle
 import idlewal
 import product
+import productwrites
 import psycopg
 
 
@@ -76,14 +77,68 @@ def idle_wal(r: dict) -> list[str]:
     return lines
 
 
-def product_table(rows: dict[str, dict], args) -> list[str]:
-    return _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "statements",
-                   "seconds", "live-call p50 ms", "live-call p99 ms", "late hangups", "late-hangup p99 ms",
-                   "waited on the reaper", "longest wait ms", "reaper cycles", "cycle p50 / max ms"],
-                  [[label, f"{r['statements']:,}", f"{r['wall_s']:.1f}", f"{r['live_p50']:.2f}", f"{r['live_p99']:.2f}",
-                    f"{r['late_n']:,}", f"{r['late_p99']:.2f}", f"{r['waits']:,}", f"{r['wait_max_ms']:.1f}",
-                    r["cycles"] or "", f"{r['cycle_p50_ms']:.1f} / {r['cycle_max_ms']:.1f}" if r["cycles"] else ""]
-                   for label, r in rows.items()])
+def product_table(runs: list[dict], args) -> list[str]:
+    lines = _table([f"product ({args.product_clients} clients x {args.product_rate:g} statements/s)", "triple",
+                    "statements", "seconds", "live-call p50 ms", "p95 ms", "p99 ms", "p99 95 % interval",
+                    "p99 new / answer / heartbeat / end", "late hangups", "late-hangup p99 ms", "waited on the drain",
+                    "longest wait ms", "drain cycles", "cycle p50 / max ms"],
+                   [[r["label"], "" if r["pair"] is None else r["pair"] + 1, f"{r['statements']:,}", f"{r['wall_s']:.1f}",
+                     f"{r['live_p50']:.2f}", f"{r['live_p95']:.2f}", f"{r['live_p99']:.2f}",
+                     f"{r['live_p99_ci'][0]:.2f}-{r['live_p99_ci'][1]:.2f}",
+                     " / ".join(f"{r['kind_p99'][k]:.2f}" for k in product.KINDS),
+                     f"{r['late_n']:,}", f"{r['late_p99']:.2f}", f"{r['waits']:,}", f"{r['wait_max_ms']:.1f}",
+                     r["cycles"] or "", f"{r['cycle_p50_ms']:.1f} / {r['cycle_max_ms']:.1f}" if r["cycles"] else ""]
+                    for r in runs])
+    # What the backends were doing, summed over the runs of each kind: the product's statements
+    # (share of their samples) and the drain's backend (share of its samples).
+    labels = list(dict.fromkeys(r["label"] for r in runs))
+    for key, who, prefix in (("events", "product live-call statements", "live call "),
+                             ("events", "product late hangups", "late hangup "), ("drain_events", "drain backend", "")):
+        totals = {lb: {} for lb in labels}
+        for r in runs:
+            for ev, n in r[key].items():
+                if ev.startswith(prefix):
+                    ev = ev.removeprefix(prefix)
+                    totals[r["label"]][ev] = totals[r["label"]].get(ev, 0) + n
+        shown = [lb for lb in labels if totals[lb]]
+        if not shown:
+            continue
+        events = sorted({ev for lb in shown for ev in totals[lb]},
+                        key=lambda ev: -max(totals[lb].get(ev, 0) / sum(totals[lb].values()) for lb in shown))
+        lines += _table([f"{who}: sampled every {args.sample_ms:g} ms"] + [f"{lb} ({sum(totals[lb].values()):,} samples)"
+                                                                          for lb in shown],
+                        [[ev] + [f"{totals[lb].get(ev, 0) / sum(totals[lb].values()):.1%}" for lb in shown]
+                         for ev in events[:12]])
+    return lines
+
+
+def product_writes_table(res: dict, args) -> list[str]:
+    s = productwrites.summary(res)
+
+    def xs(v: list[float]) -> str:
+        return f"{statistics.median(v):.2f}x ({', '.join(f'{x:.2f}' for x in v)})" if v else ""
+
+    rows = [[shape, r["runs"], f"{r['statements']:,}", f"{r['hot']:.0%}", f"{r['hot_progress']:.0%}",
+             f"{r['wal_per']:,.0f}", _fmt(r["nofpi_per"], ",.0f"), xs(r["wal_per_x"]), xs(r["nofpi_per_x"]),
+             f"{r['p50']:.2f}", f"{r['p95']:.2f}", f"{r['p99']:.2f}", f"{r['p99_spread'][0]:.2f}-{r['p99_spread'][1]:.2f}",
+             xs(r["p99_x"])] for shape, r in s.items()]
+    lines = [(f"Product writes on a copy of call_sessions ({args.history:,} archived calls, {args.pw_answered:,} live"
+              f" Answered of which {args.pw_long:.0%} started before the stale window, {args.pw_ringing:,} Ringing):"
+              f" {args.pw_clients} clients x {args.pw_rate:g} statements/s for {args.pw_seconds:g} s per run, a life ="
+              f" {', '.join(productwrites.LIFE)}; {args.pw_rounds} interleaved rounds; ratios are per round against"
+              f" 'none' in the same round, median (all rounds)"), ""]
+    lines += _table(["index shape", "runs", "statements", "HOT of all updates", "HOT per progress update",
+                     "WAL B/write", "without FPIs", "WAL vs none", "without FPIs vs none", "p50 ms", "p95 ms",
+                     "p99 ms", "p99 range over runs", "p99 vs none"], rows)
+    claims = {}
+    for c in res["claims"]:
+        claims.setdefault(c["shape"], {})[c["label"]] = c
+    labels = list(next(iter(claims.values())))
+    head = ["claim of one batch per phase (buffers / ms)"] + labels + [f"idle growth, buffers ({labels[0]} -> {labels[1]})"]
+    lines += _table(head, [[shape] + [f"{c[x]['buffers']:,.0f} / {c[x]['ms']:.3f}" for x in labels]
+                           + [f"{c[labels[1]]['buffers'] / max(c[labels[0]]['buffers'], 1):.2f}x"]
+                           for shape, c in claims.items()])
+    return lines
 
 
 def after_drain_table(after: list[dict], args) -> list[str]:
@@ -104,6 +159,7 @@ def report(results: dict, run, total_s: float) -> str:
              ("idle", idle_table, lambda r: idle.measured(r, args.history)),
              ("idle_wal", idle_wal, idlewal.measured),
              ("product", lambda r: product_table(r, args), product.measured),
+             ("product_writes", lambda r: product_writes_table(r, args), productwrites.measured),
              ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured))
     for key, table, measure in parts:
         if results.get(key):

@@ -2,7 +2,7 @@
 
 BEGIN;
 
--- messenger.drain_call_timeouts(max_cycles, batch_size, ring_timeout, stale_timeout, as_of)
+-- messenger.drain_call_timeouts(max_cycles, batch_size, ring_timeout, stale_timeout, as_of, duty_cycle)
 --
 -- Catch-up after an outage: runs reaper cycles one after another, COMMITting after each, while
 -- claimable overdue calls remain: it stops when a cycle claimed nothing it could act on (it
@@ -18,15 +18,32 @@ BEGIN;
 -- lock counts as one of max_cycles and is retried after 100 ms; a rolled-back cycle stops the drain
 -- with a WARNING (see messenger.call_reaper_runs). Poisoned and row-locked calls are left, as
 -- a cycle leaves them. Reports each cycle as a NOTICE and returns the totals.
+-- duty_cycle (0, 1], default 1: the share of wall time the drain may run, the polite drain of
+-- the online schema-change tools. After each cycle that leaves work it sleeps (1 - d) / d times
+-- that cycle's own wall time (cycle and COMMIT): 0.5 sleeps as long as the cycle ran, 0.2 four
+-- times as long. Between cycles it holds no lock and no row, so the product's statements and
+-- the WAL writer have the server to themselves; the drain takes about 1/d times as long (the
+-- statement_timeout of the session covers the sleeps too). Outside (0, 1]: 22023, nothing run.
 -- SECURITY INVOKER with no SET clause, or its COMMIT would fail; run it with CALL outside a
 -- transaction block. Your session's statement_timeout covers the whole CALL. A role that is not
 -- a superuser needs EXECUTE on messenger._reap_cycle as well.
-CREATE OR REPLACE PROCEDURE messenger.drain_call_timeouts(
+-- A new parameter is a new signature: the released one goes, and whatever EXECUTE it was granted
+-- (grants/call_reaper_operator's, a DBA's own) is carried over to this one.
+CREATE TEMPORARY TABLE drain_call_timeouts_grants ON COMMIT DROP AS
+SELECT x.grantee::pg_catalog.regrole::text AS grantee, x.is_grantable
+  FROM pg_catalog.pg_proc AS p CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
+ WHERE p.oid = pg_catalog.to_regprocedure('messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint)')
+   AND x.privilege_type = 'EXECUTE' AND x.grantee <> 0 AND x.grantee <> p.proowner;
+
+DROP PROCEDURE IF EXISTS messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint);
+
+CREATE PROCEDURE messenger.drain_call_timeouts(
     max_cycles      integer     DEFAULT 1000,
     batch_size      integer     DEFAULT NULL,
     ring_timeout    interval    DEFAULT NULL,
     stale_timeout   interval    DEFAULT NULL,
     as_of           timestamptz DEFAULT NULL,
+    duty_cycle      real        DEFAULT 1,
     INOUT cycles    integer     DEFAULT NULL,
     INOUT missed    bigint      DEFAULT NULL,
     INOUT failed    bigint      DEFAULT NULL)
@@ -34,15 +51,23 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_cycle messenger.call_reaper_cycle;
+    v_started timestamptz;
 BEGIN
     IF max_cycles IS NULL OR max_cycles NOT BETWEEN 1 AND 1000000 THEN
         RAISE EXCEPTION 'max_cycles must be between 1 and 1000000, got %', max_cycles
             USING ERRCODE = '22023', HINT = 'The default is 1000 cycles.';
     END IF;
+    -- NOT (...) refuses NaN and NULL too.
+    IF NOT coalesce(drain_call_timeouts.duty_cycle > 0 AND drain_call_timeouts.duty_cycle <= 1, false) THEN
+        RAISE EXCEPTION 'duty_cycle must be greater than 0 and at most 1, got %', drain_call_timeouts.duty_cycle
+            USING ERRCODE = '22023',
+                  HINT = 'The share of wall time the drain may run: 1 (the default) never pauses, 0.5 sleeps as long as each cycle ran.';
+    END IF;
     cycles := 0;
     missed := 0;
     failed := 0;
     WHILE cycles < max_cycles LOOP
+        v_started := pg_catalog.clock_timestamp();
         v_cycle := messenger._reap_cycle(drain_call_timeouts.batch_size, drain_call_timeouts.ring_timeout,
                                          drain_call_timeouts.stale_timeout, drain_call_timeouts.as_of, v_cycle.run_id);
         COMMIT;
@@ -62,15 +87,29 @@ BEGIN
               AND NOT EXISTS (SELECT FROM messenger.call_reaper_runs AS r
                                WHERE r.run_id = v_cycle.run_id AND r.deferred_count > 0) THEN
             RETURN;
+        ELSIF drain_call_timeouts.duty_cycle < 1 AND cycles < max_cycles THEN
+            PERFORM pg_catalog.pg_sleep(extract(epoch FROM pg_catalog.clock_timestamp() - v_started)
+                                        * (1 - drain_call_timeouts.duty_cycle) / drain_call_timeouts.duty_cycle);
         END IF;
     END LOOP;
     RAISE NOTICE 'drain stopped after max_cycles = % cycles; run it again to continue', max_cycles;
 END
 $$;
 
-COMMENT ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) IS
-$$Catch-up: runs reaper cycles with a COMMIT after each while claimable overdue calls remain (stops when a cycle closed, poisoned and deferred nothing, after max_cycles, or when a cycle fails). Returns cycles, missed, failed. Usage: CALL messenger.drain_call_timeouts(); or CALL messenger.drain_call_timeouts(max_cycles => 50, batch_size => 1000);$$;
+COMMENT ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint) IS
+$$Catch-up: runs reaper cycles with a COMMIT after each while claimable overdue calls remain (stops when a cycle closed, poisoned and deferred nothing, after max_cycles, or when a cycle fails). Returns cycles, missed, failed. duty_cycle (0, 1], default 1, is the share of wall time it may run: after each cycle it sleeps (1 - duty_cycle) / duty_cycle times that cycle's wall time. Usage: CALL messenger.drain_call_timeouts(); or CALL messenger.drain_call_timeouts(max_cycles => 50, batch_size => 1000); politely: CALL messenger.drain_call_timeouts(duty_cycle => 0.5);$$;
 
-REVOKE ALL ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint) FROM PUBLIC;
+
+DO $$
+DECLARE
+    g record;
+BEGIN
+    FOR g IN SELECT grantee, is_grantable FROM pg_temp.drain_call_timeouts_grants LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint) TO %s%s',
+                                  g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
 
 COMMIT;

@@ -5,6 +5,7 @@ never takes the lock these tests expect or closes their calls behind their back.
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import threading
 import time
@@ -111,6 +112,37 @@ def test_drain_stops_after_max_cycles(conn, reaper_paused, calls):
     assert conn.execute(
         "SELECT count(*) FROM messenger.call_sessions WHERE call_id = ANY(%s) AND status = 'Ringing'", (calls,)
     ).fetchone()[0] == 5
+
+
+def test_a_polite_drain_sleeps_between_its_cycles(conn, reaper_paused, calls):
+    """duty_cycle => 0.2: after each cycle that leaves work the drain sleeps four times as long
+    as that cycle ran (cycle and COMMIT), so in the run ledger the gap from a cycle's end to the
+    next one's start is at least four times that cycle's own span. Only ratios of the server's
+    own clock: no time is assumed."""
+    calls += _insert_calls(conn, 30, 0, FUTURE)
+    since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    cycles, missed, _ = conn.execute(
+        "CALL messenger.drain_call_timeouts(batch_size => 10, as_of => %s::timestamptz + interval '1 day',"
+        " duty_cycle => 0.2)", (FUTURE,)).fetchone()
+    assert (cycles, missed) == (4, 30)
+    runs = conn.execute("SELECT started_at, finished_at, missed_count FROM messenger.call_reaper_runs"
+                        " WHERE started_at >= %s ORDER BY started_at", (since,)).fetchall()
+    assert [r[2] for r in runs] == [10, 10, 10, 0]
+    for (s0, f0, _), (s1, _, _) in itertools.pairwise(runs):
+        assert s1 - f0 >= 4 * (f0 - s0), "the drain did not sleep (1 - d) / d of the cycle before"
+
+
+@pytest.mark.parametrize("duty_cycle", ["0", "-0.5", "1.5", "NaN", None])
+def test_drain_refuses_a_bad_duty_cycle_and_runs_nothing(conn, reaper_paused, calls, duty_cycle):
+    calls += _insert_calls(conn, 5, 0, FUTURE)
+    since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        conn.execute("CALL messenger.drain_call_timeouts(as_of => %s::timestamptz + interval '1 day',"
+                     " duty_cycle => %s::real)", (FUTURE, duty_cycle))
+    assert conn.execute("SELECT count(*) FROM messenger.call_reaper_runs WHERE started_at >= %s",
+                        (since,)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM messenger.call_sessions WHERE call_id = ANY(%s) AND status = 'Ringing'",
+                        (calls,)).fetchone()[0] == 5
 
 
 def test_drain_refuses_a_bad_max_cycles(conn, reaper_paused):
