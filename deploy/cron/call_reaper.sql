@@ -158,6 +158,7 @@ BEGIN
 END
 $$;
 
+SET LOCAL client_min_messages = warning;   -- not "already exists, skipping"
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 
 -- No lasting grant on schema cron to the job role: pg_cron lets any role with USAGE there
