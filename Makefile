@@ -41,6 +41,9 @@ PG_VIRTUALENV := pg_virtualenv -t -v 15 $(SERVER_OPTIONS)
 # user; here the server's Unix socket directory (pg_virtualenv's), where tests/libpq adds the
 # README's peer rule for the job role.
 PG_VIRTUALENV_LIBPQ := $(PG_VIRTUALENV) -o cron.use_background_workers=off -o cron.host=/var/run/postgresql
+# pg_cron kept in database postgres (Azure's default, fixed on Supabase), the product databases
+# elsewhere: tests/crossdb (the later -o wins over server.conf's cron.database_name).
+PG_VIRTUALENV_CROSSDB := $(PG_VIRTUALENV) -o cron.database_name=postgres
 
 .PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test
 
@@ -73,6 +76,7 @@ $(STAMP): requirements-dev.txt pyproject.toml
 test: deps alerts-test
 	scripts/test-versions
 	$(PG_VIRTUALENV_LIBPQ) env SUITE=libpq scripts/test-in-cluster
+	$(PG_VIRTUALENV_CROSSDB) env SUITE=crossdb scripts/test-in-cluster
 	$(PG_VIRTUALENV) scripts/test-in-cluster
 
 # The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster

@@ -17,9 +17,17 @@ BEGIN;
 --     trigger, with 23502 and the whole row in its DETAIL; a bad setting is 22023 like any other.
 --   Any refusal raises SQLSTATE 22023 naming the option; the statement changes nothing.
 -- On pg_cron 1.5+ the job runs on a native '<n> seconds' schedule, so an UPDATE that changes
--- polling_interval reschedules the job in the same transaction (cron.alter_job: the updating
--- role must be a superuser or own the job, as for any change to it). On 1.4 the job re-reads
--- the setting at every minute's CALL and nothing is rescheduled.
+-- polling_interval reschedules the job in the same transaction. The job is messenger_call_reaper's
+-- and pg_cron lets only a superuser or a job's owner change it (its row-level security even hides
+-- it from anyone else, so a reschedule by the deployer would silently do nothing): the job role
+-- reschedules its own job by name (cron.schedule, in place), inside this transaction, with the
+-- passing grant of cron/call_reaper. The updating role therefore needs what the deploy needs:
+-- membership in messenger_call_reaper and USAGE on schema cron WITH GRANT OPTION; without them
+-- the UPDATE is refused with 42501 and changes nothing. Where the job is kept in another database
+-- (messenger.call_reaper_cron_jobs: cron_database is not this one) it cannot be reached from here
+-- without dblink: on pg_cron 1.5+ such an UPDATE is refused with 55000 (HINT: how to change it);
+-- on 1.4 the job re-reads the setting at every minute's CALL and nothing is rescheduled, here or
+-- there. Logged as event=job_rescheduled.
 -- Not SECURITY DEFINER: it runs as the role that changes the settings.
 CREATE OR REPLACE FUNCTION messenger._call_reaper_settings_guard()
 RETURNS trigger
@@ -29,7 +37,9 @@ AS $$
 DECLARE
     v_seconds numeric;
     v_version integer[];
-    v_jobid   bigint;
+    v_job      messenger.call_reaper_cron_jobs;
+    v_schedule text;
+    v_me       name := current_user;
     v_null    text;
 BEGIN
     IF TG_OP IN ('DELETE', 'TRUNCATE') THEN
@@ -71,19 +81,32 @@ BEGIN
     END IF;
 
     IF TG_OP = 'UPDATE' AND NEW.polling_interval IS DISTINCT FROM OLD.polling_interval THEN
-        SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO v_version
-          FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
-        IF v_version >= ARRAY[1, 5] THEN
-            SELECT j.jobid INTO v_jobid
-              FROM cron.job AS j
-             WHERE j.jobname = 'messenger-call-timeout-reaper' AND j.username = 'messenger_call_reaper';
-            IF v_jobid IS NOT NULL THEN
-                -- Same rule as cron/call_reaper: a whole minute is the classic schedule.
-                PERFORM cron.alter_job(v_jobid, schedule => CASE WHEN v_seconds < 60
-                                                                 THEN format('%s seconds', v_seconds::integer)
-                                                                 ELSE '* * * * *' END);
-                RAISE LOG 'call_reaper event=job_rescheduled polling_interval=%', NEW.polling_interval;
+        SELECT r.* INTO v_job FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
+        v_version := string_to_array(split_part(v_job.cron_version, '-', 1), '.')::integer[];
+        IF v_job.kind IS NOT NULL AND v_version >= ARRAY[1, 5] THEN
+            -- Same rule as cron/call_reaper: a whole minute is the classic schedule.
+            v_schedule := CASE WHEN v_seconds < 60 THEN format('%s seconds', v_seconds::integer) ELSE '* * * * *' END;
+            IF v_job.cron_database <> pg_catalog.current_database() THEN
+                RAISE EXCEPTION 'polling_interval cannot reschedule the job %, kept in database %',
+                    v_job.jobname, v_job.cron_database
+                    USING ERRCODE = '55000',
+                          DETAIL = 'pg_cron 1.5+ runs the job on its own schedule, and this database cannot reach the cron database.',
+                          HINT = 'The schedule is set by the deploy there: sqitch revert --to tables/call_reaper_cron_jobs, this UPDATE, then sqitch deploy with the same --set options (README "Server settings").';
             END IF;
+            BEGIN
+                GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
+                SET LOCAL ROLE messenger_call_reaper;
+                PERFORM cron.schedule(v_job.jobname, v_schedule, 'CALL messenger.run_call_reaper_ticks()');
+                EXECUTE format('SET LOCAL ROLE %I', v_me);
+                REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
+            EXCEPTION WHEN insufficient_privilege THEN
+                RAISE EXCEPTION 'role % cannot reschedule the job %', v_me, v_job.jobname
+                    USING ERRCODE = '42501',
+                          DETAIL = pg_catalog.format('The job belongs to messenger_call_reaper, which reschedules it itself: %s', SQLERRM),
+                          HINT = 'Change polling_interval as the deploying role (a member of messenger_call_reaper with USAGE on schema cron WITH GRANT OPTION).';
+            END;
+            UPDATE messenger.call_reaper_cron_jobs SET schedule = v_schedule WHERE kind = 'reaper';
+            RAISE LOG 'call_reaper event=job_rescheduled polling_interval=% schedule=%', NEW.polling_interval, to_json(v_schedule);
         END IF;
     END IF;
     RETURN NEW;

@@ -22,6 +22,12 @@ BEGIN;
 --   lock_warden_can_end whether the warden that has seen it may end it (false: a superuser's
 --                       backend and a warden that is not one); NULL while no warden has seen it
 --                       (with scheduler=none and no check run from outside: never)
+--   cron_database       the database pg_cron keeps the jobs in (messenger.call_reaper_cron_jobs):
+--                       this one, or cron.database_name when the jobs run here through
+--                       cron.schedule_in_database; NULL when nothing is scheduled (scheduler=none).
+--                       There, the job's own row and run details are read in that database
+--                       (README "Server settings"); here job_scheduled and schedule are what the
+--                       deploy recorded, job_active and jobs are unknown (NULL, '[]')
 --   jobs                each of the reaper's pg_cron jobs with how its last finished run ended
 --                       (messenger.call_reaper_jobs: job, last_status, last_end, last_error), so
 --                       a job that is scheduled and active but fails every run (libpq mode
@@ -30,8 +36,10 @@ BEGIN;
 -- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
 -- call_reaper_lock_holder (with the deployer's, as the warden sees it); EXECUTE is revoked from
 -- PUBLIC.
--- Reworked after v1.1.0 with five more OUT columns, so the function is dropped and created
--- again (CREATE OR REPLACE cannot change a row type); EXECUTE stays revoked from PUBLIC.
+-- Reworked after v1.2.0 with one more OUT column (cron_database), so the function is dropped
+-- and created again (CREATE OR REPLACE cannot change a row type); EXECUTE stays revoked from
+-- PUBLIC. The job's CALLs in flight are this database's only: another product database of the
+-- cluster runs a job of the same command as the same role.
 DROP FUNCTION IF EXISTS messenger.call_reaper_status();
 CREATE FUNCTION messenger.call_reaper_status(
     OUT paused              boolean,
@@ -48,7 +56,8 @@ CREATE FUNCTION messenger.call_reaper_status(
     OUT lock_holder_state   text,
     OUT lock_holder_is_cycle boolean,
     OUT lock_warden_can_end boolean,
-    OUT jobs                jsonb)
+    OUT jobs                jsonb,
+    OUT cron_database       name)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
@@ -58,6 +67,7 @@ BEGIN
     SELECT s.paused, s.polling_interval,
            (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
              WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
+               AND a.datname = pg_catalog.current_database()
                AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
            h.pid, h.held_since, r.started_at, r.result,
            h.role_name, h.state, h.is_cycle, h.warden_can_end
@@ -77,19 +87,25 @@ BEGIN
                     '[]'::jsonb)
       INTO jobs
       FROM messenger.call_reaper_jobs() AS j;
-    -- Dynamic: without pg_cron (scheduler=none) there is no cron.job to name.
+    SELECT r.cron_database INTO cron_database FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
+    -- Dynamic: without pg_cron here (scheduler=none, or the jobs kept in another database) there
+    -- is no cron.job to name.
     job_scheduled := false;
     IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
-        EXECUTE 'SELECT true, j.active, j.schedule FROM cron.job AS j WHERE j.jobname = $1 AND j.username = $2'
+        EXECUTE 'SELECT true, j.active, j.schedule FROM cron.job AS j'
+                ' WHERE j.jobname = $1 AND j.username = $2 AND j.database = pg_catalog.current_database()'
            INTO job_scheduled, job_active, schedule
           USING messenger.call_reaper_job_name('reaper'), 'messenger_call_reaper';
         job_scheduled := coalesce(job_scheduled, false);
+    ELSIF cron_database IS NOT NULL THEN
+        SELECT true, r.schedule INTO job_scheduled, schedule
+          FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
     END IF;
 END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS
-$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, and each pg_cron job of the reaper with how its last run ended. Usage: SELECT * FROM messenger.call_reaper_status();$$;
+$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, each pg_cron job of the reaper with how its last run ended, and the database pg_cron keeps the jobs in. Usage: SELECT * FROM messenger.call_reaper_status();$$;
 REVOKE ALL ON FUNCTION messenger.call_reaper_status() FROM PUBLIC;
 
 COMMIT;

@@ -12,13 +12,15 @@ BEGIN;
 --     scheduler=none): the check once a second until the minute ends, COMMITting after each,
 --     napping in 0.1 s transactions (a sleeping statement holds a snapshot:
 --     tests/python/test_snapshot_horizon.py).
--- The schedule, not pg_extension.extversion: after ALTER EXTENSION pg_cron UPDATE from 1.4 the
+-- The schedule as cron/call_reaper_warden recorded it (messenger.call_reaper_cron_jobs): where
+-- pg_cron keeps the job in another database (cron.schedule_in_database), this one has no cron.job
+-- to read it from. The schedule, not pg_extension.extversion: after ALTER EXTENSION pg_cron UPDATE from 1.4 the
 -- job stays on '* * * * *' until redeployed, and a single check a minute would break the bound.
 -- Either way a stale holder is ended within lock_ttl + 1 s, a scheduled cycle within 30 s + 1 s.
 -- A failing check is logged (WARNING event=warden_check_error) and retried the next second.
 -- SECURITY INVOKER with no SET clause so it can COMMIT; run as the deployer (ending a
 -- superuser's backend takes a superuser, which the job role must never be), who may read its
--- own cron.job row.
+-- own record (the table is the deployer's).
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_warden()
 LANGUAGE plpgsql
 AS $$
@@ -27,11 +29,7 @@ DECLARE
     v_once boolean;
     v_next timestamptz;
 BEGIN
-    IF pg_catalog.to_regclass('cron.job') IS NOT NULL THEN
-        SELECT bool_or(j.schedule ~ 'second') INTO v_once
-          FROM cron.job AS j
-         WHERE j.jobname = messenger.call_reaper_job_name('warden') AND j.database = pg_catalog.current_database();
-    END IF;
+    SELECT r.schedule ~ 'second' INTO v_once FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'warden';
     LOOP
         BEGIN
             PERFORM messenger._end_stale_call_reaper_lock();

@@ -1,5 +1,4 @@
 -- Revert call_timeout_reaper:procedures/run_call_reaper_warden from pg
--- Back to the released routine (same signature, the minute loop on every pg_cron version): its own
--- deploy script replaces this one.
+-- The released definition (same signature: CREATE OR REPLACE).
 
-\ir ../../deploy/procedures/run_call_reaper_warden@v1.0.0.sql
+\ir ../../deploy/procedures/run_call_reaper_warden@v1.2.0.sql

@@ -1,12 +1,26 @@
 -- Verify call_timeout_reaper:cron/call_reaper on pg
--- pg_cron shows a role only its own jobs (row-level security), so the check runs as the job
--- role, with the same passing grant as the deploy, rolled back with the verify.
+-- The recorded job exists where it is kept (here, or in cron_database), for this database, with
+-- its command and schedule. pg_cron shows a role only its own jobs (row-level security), so the
+-- check runs as the job role, with the same passing grant as the deploy, rolled back with the
+-- verify.
 
-SELECT :'scheduler' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 BEGIN;
+-- No row (nothing recorded) fails \gset, and the verify with it.
+SELECT r.jobname, r.cron_database, r.schedule, pg_catalog.current_database() AS product_database,
+       r.cron_database <> pg_catalog.current_database() AS cross_db
+  FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper' \gset
+ROLLBACK;
 
+\if :cross_db
+\connect :"cron_database"
+\endif
+BEGIN;
+SELECT pg_catalog.set_config('call_reaper.product_database', :'product_database', true) AS product_database_set,
+       pg_catalog.set_config('call_reaper.jobname', :'jobname', true) AS jobname_set,
+       pg_catalog.set_config('call_reaper.schedule', :'schedule', true) AS schedule_set \gset
 GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
 SET LOCAL ROLE messenger_call_reaper;
 DO $$
@@ -14,15 +28,15 @@ DECLARE
     j cron.job;
 BEGIN
     SELECT * INTO STRICT j FROM cron.job
-     WHERE jobname = 'messenger-call-timeout-reaper' AND username = 'messenger_call_reaper';
-    IF NOT coalesce(j.command = 'CALL messenger.run_call_reaper_ticks()', false) THEN
+     WHERE jobname = current_setting('call_reaper.jobname')
+       AND database = current_setting('call_reaper.product_database') AND username = 'messenger_call_reaper';
+    IF j.command <> 'CALL messenger.run_call_reaper_ticks()' THEN
         RAISE EXCEPTION 'the reaper job must CALL messenger.run_call_reaper_ticks()';
     END IF;
-    IF NOT coalesce(j.database = current_database(), false) THEN
-        RAISE EXCEPTION 'the reaper job must run in this database';
+    IF j.schedule <> current_setting('call_reaper.schedule') THEN
+        RAISE EXCEPTION 'the % job runs on %, recorded %', j.jobname, j.schedule, current_setting('call_reaper.schedule');
     END IF;
 END
 $$;
-
 ROLLBACK;
 \endif

@@ -1,0 +1,197 @@
+"""pg_cron in another database: cron.database_name = postgres, the product in messenger, and a
+second product database (messenger_eu) on the same cluster, each with its own reaper.
+
+scripts/test-in-cluster runs this file (SUITE=crossdb) in a cluster of its own started with
+cron.database_name = postgres (Azure's default, Supabase's fixed value), before any other
+database exists. Everything is deployed, run and reverted by a role that is not a superuser, as
+on those services: CREATEROLE, membership in the tables' owner, pg_signal_backend, USAGE on
+schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In order:
+1. without the one grant of README "Server settings" (EXECUTE on cron.schedule_in_database
+   WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
+2. with it, each product database deploys and verifies from itself; pg_cron keeps the jobs in
+   postgres, each running in its own database, the first under the SPEC names, the second's
+   suffixed with '-messenger_eu';
+3. a due call in each is closed by its own database's scheduled job, and only there; a pause in
+   one (its settings row) holds while the other's job closes its call; status from each says
+   where its jobs are kept;
+4. a polling_interval change from a product database: accepted on pg_cron 1.4, refused (55000)
+   on 1.5+ where it cannot reschedule;
+5. reverting one product database unschedules its jobs and leaves the other's running.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from adoption_support import ROOT, sqitch
+from reaper_facts import JOB_NAME, JOB_ROLE, PURGE_JOB_NAME, WARDEN_JOB_NAME
+from reaper_support import Calls, call_rows, ringing
+
+CRON_DB = "postgres"
+FIRST, SECOND = "messenger", "messenger_eu"
+DEPLOYER = "reaper_deployer"
+PASSWORD = "managed-admin"          # this throwaway cluster only
+CROSS_DB = ("--set", "scheduler=none", "--set", f"cron_database={CRON_DB}")
+SCHEDULE_IN_DATABASE = "cron.schedule_in_database(text,text,text,text,text,boolean)"
+MINUTE_AND_A_TICK = 80.0            # pg_cron 1.4 starts the jobs at each minute
+
+
+def expected_jobs(db: str, suffix: str) -> set[tuple[str, str, str]]:
+    return {(JOB_NAME + suffix, db, JOB_ROLE), (PURGE_JOB_NAME + suffix, db, DEPLOYER),
+            (WARDEN_JOB_NAME + suffix, db, DEPLOYER)}
+
+
+def deployer_env() -> dict[str, str]:
+    return {**os.environ, "PGUSER": DEPLOYER, "PGPASSWORD": PASSWORD}
+
+
+def as_deployer(db: str) -> psycopg.Connection:
+    return psycopg.connect("", dbname=db, user=DEPLOYER, password=PASSWORD, autocommit=True)
+
+
+def jobs_of(cron: psycopg.Connection, db: str) -> set[tuple[str, str, str]]:
+    return set(cron.execute("SELECT jobname, database, username FROM cron.job WHERE database = %s", [db]))
+
+
+def wait_for(what: str, timeout: float, check):
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout:.0f} s", pytrace=False)
+        time.sleep(0.5)
+    return result
+
+
+@pytest.fixture(scope="module")
+def cron():
+    """The superuser in the cron database: the provider, and the test's eyes on cron.job."""
+    with psycopg.connect("", dbname=CRON_DB, autocommit=True) as conn:
+        assert conn.execute("SHOW cron.database_name").fetchone() == (CRON_DB,), \
+            "run me in a cluster with cron.database_name = postgres (scripts/test-in-cluster SUITE=crossdb)"
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_cron")
+        conn.execute(f"CREATE ROLE {DEPLOYER} LOGIN NOSUPERUSER CREATEROLE PASSWORD '{PASSWORD}'")
+        conn.execute(f"GRANT pg_signal_backend TO {DEPLOYER}")
+        conn.execute(f"GRANT USAGE ON SCHEMA cron TO {DEPLOYER} WITH GRANT OPTION")
+        for db in (FIRST, SECOND):
+            conn.execute(f"CREATE DATABASE {db} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
+            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db,
+                            "-f", str(ROOT / "stand-in" / "messenger_service.sql")], check=True)
+            conn.execute(f"GRANT CREATE ON DATABASE {db} TO {DEPLOYER}")
+        conn.execute(f"GRANT messenger_service TO {DEPLOYER}")
+        yield conn
+
+
+def test_without_the_grant_the_deploy_is_refused_naming_it_and_leaves_nothing(cron):
+    done = sqitch("deploy", FIRST, *CROSS_DB, env=deployer_env(), check=False)
+    assert done.returncode != 0, "the deploy must refuse a deployer without EXECUTE on cron.schedule_in_database"
+    out = done.stdout + done.stderr
+    assert (f"GRANT EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean)"
+            f" TO {DEPLOYER} WITH GRANT OPTION") in out, out
+    assert jobs_of(cron, FIRST) == set()
+    with psycopg.connect("", dbname=FIRST, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'reap_call_timeouts'").fetchone() == (0,)
+    cron.execute(f"GRANT EXECUTE ON FUNCTION {SCHEDULE_IN_DATABASE} TO {DEPLOYER} WITH GRANT OPTION")
+
+
+def test_each_product_database_keeps_its_jobs_in_the_cron_database(cron):
+    for db in (FIRST, SECOND):
+        sqitch("deploy", db, *CROSS_DB, env=deployer_env())
+        sqitch("verify", db, *CROSS_DB, env=deployer_env())
+    assert jobs_of(cron, FIRST) == expected_jobs(FIRST, "")
+    assert jobs_of(cron, SECOND) == expected_jobs(SECOND, f"-{SECOND}")
+    # The passing grants are gone: the job role cannot reach its job.
+    assert cron.execute(f"SELECT has_schema_privilege('{JOB_ROLE}', 'cron', 'USAGE'),"
+                        f" has_function_privilege('{JOB_ROLE}', '{SCHEDULE_IN_DATABASE}', 'EXECUTE')"
+                        ).fetchone() == (False, False)
+    # A cron script run again (Sqitch re-runs a change whose product-database step failed after
+    # the cron database's had committed) keeps the names and the job ids.
+    ids = cron.execute("SELECT jobid, jobname, database FROM cron.job ORDER BY jobid").fetchall()
+    for change in ("call_reaper", "call_reaper_purge", "call_reaper_warden"):
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "scheduler=none",
+                        "-v", f"cron_database={CRON_DB}", "-d", SECOND,
+                        "-f", str(ROOT / "deploy" / "cron" / f"{change}.sql")],
+                       env=deployer_env(), cwd=ROOT, check=True, capture_output=True)
+    assert cron.execute("SELECT jobid, jobname, database FROM cron.job ORDER BY jobid").fetchall() == ids
+
+
+def test_due_calls_close_by_their_own_databases_job_and_a_pause_holds_in_one(cron):
+    with as_deployer(FIRST) as first, as_deployer(SECOND) as second:
+        for conn, db in ((first, FIRST), (second, SECOND)):
+            status = conn.execute("SELECT cron_database, job_scheduled, schedule, job_active, jobs"
+                                  " FROM messenger.call_reaper_status()").fetchone()
+            assert status == (CRON_DB, True, "* * * * *", None, []), f"{db}: {status}"
+        assert second.execute("SELECT messenger.pause_call_reaper()").fetchone() == (True,)
+        first.execute("SELECT messenger.resume_call_reaper()")
+
+    with psycopg.connect("", dbname=FIRST, autocommit=True) as first, \
+         psycopg.connect("", dbname=SECOND, autocommit=True) as second:
+        now = first.execute("SELECT clock_timestamp()").fetchone()[0]
+        (mine,) = Calls(first).add([ringing(now - timedelta(minutes=5))])
+        (theirs,) = Calls(second).add([ringing(now - timedelta(minutes=5))])
+        since = cron.execute("SELECT coalesce(max(runid), 0) FROM cron.job_run_details").fetchone()[0]
+
+        wait_for("the first database's job closing its call", MINUTE_AND_A_TICK,
+                 lambda: call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed")
+        # The paused database's job ran too (the same minute), and closed nothing.
+        wait_for("the paused database's job finishing a run", MINUTE_AND_A_TICK, lambda: cron.execute(
+            "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+            " WHERE d.runid > %s AND j.jobname = %s AND j.database = %s AND d.status = 'succeeded'",
+            [since, JOB_NAME + f"-{SECOND}", SECOND]).fetchone()[0])
+        assert call_rows(second, [theirs["call_id"]])[theirs["call_id"]]["status"] == "Ringing"
+        # Each database's outbox and ledger hold its own call only.
+        for conn, call, other in ((first, mine, theirs), (second, theirs, mine)):
+            refs = {r[0] for r in conn.execute("SELECT reference_id FROM messenger.realtime_outbox")}
+            assert other["call_id"] not in refs
+        assert first.execute("SELECT kind FROM messenger.realtime_outbox WHERE reference_id = %s",
+                             [mine["call_id"]]).fetchall() == [("CallMissed",)]
+        assert second.execute("SELECT count(*) FROM messenger.call_reaper_runs WHERE missed_count > 0").fetchone() == (0,)
+
+        with as_deployer(SECOND) as conn:
+            conn.execute("SELECT messenger.resume_call_reaper()")
+        wait_for("the second database's job closing its call after resume", MINUTE_AND_A_TICK,
+                 lambda: call_rows(second, [theirs["call_id"]])[theirs["call_id"]]["status"] == "Missed")
+        assert call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed"
+
+
+def test_polling_interval_from_a_product_database(cron):
+    with as_deployer(FIRST) as conn:
+        # pg_cron 1.4: the job's minute CALL reads the setting, nothing to reschedule.
+        with conn.transaction(force_rollback=True):
+            conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '30 seconds'")
+            assert conn.execute("SELECT polling_interval FROM messenger.call_reaper_settings"
+                                ).fetchone() == (timedelta(seconds=30),)
+        # pg_cron 1.5+ (as recorded): the job has a schedule of its own, kept where this database
+        # cannot reach it: refused, nothing changed.
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState), conn.transaction():
+            conn.execute("UPDATE messenger.call_reaper_cron_jobs SET cron_version = '1.6.7' WHERE kind = 'reaper'")
+            conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '30 seconds'")
+        assert conn.execute("SELECT polling_interval FROM messenger.call_reaper_settings"
+                            ).fetchone() == (timedelta(seconds=15),)
+    assert jobs_of(cron, FIRST) == expected_jobs(FIRST, "")
+
+
+def test_reverting_one_database_leaves_the_others_jobs(cron):
+    # The second database adopted the roles the first one's deploy created: it goes first.
+    second_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [SECOND]).fetchall())
+    first_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall())
+    sqitch("revert", SECOND, "-y", env=deployer_env())
+    assert jobs_of(cron, SECOND) == set()
+    assert set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall()) == first_ids
+    assert second_ids and not (second_ids & first_ids)
+    sqitch("verify", FIRST, *CROSS_DB, env=deployer_env())
+    # The job role's statement_timeout (pg_cron 1.4's minute CALL) goes with its database's jobs.
+    timeouts = """SELECT d.datname FROM pg_db_role_setting AS s JOIN pg_roles AS r ON r.oid = s.setrole
+                    JOIN pg_database AS d ON d.oid = s.setdatabase WHERE r.rolname = %s"""
+    assert cron.execute(timeouts, [JOB_ROLE]).fetchall() == [(FIRST,)]
+    sqitch("revert", FIRST, "-y", env=deployer_env())
+    assert cron.execute("SELECT count(*) FROM cron.job").fetchone() == (0,)
+    assert cron.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s", [JOB_ROLE]).fetchone() == (0,)
