@@ -11,7 +11,9 @@ the provider, CREATE on its database (for Sqitch's registry). Proved here:
   this deployer: the database is as it was;
 - this deployer deploys and verifies; the pg_cron job, as messenger_call_reaper, closes due
   calls with no hand-run cycle; that role cannot reach its job;
-- its revert leaves no job, no role it created, no grant, and every product object and row.
+- its revert leaves no job, no role it created, no grant, and every product object and row;
+- its UPDATE of polling_interval reschedules the job role's job on pg_cron 1.5+ (in place, the
+  job role left without USAGE on schema cron); on 1.4 the job stays on the minute.
 """
 
 from __future__ import annotations
@@ -53,6 +55,12 @@ def admin():
             GRANT USAGE ON SCHEMA cron TO {DEPLOYER} WITH GRANT OPTION;
             GRANT CREATE ON DATABASE {DB} TO {DEPLOYER};""")
         yield conn
+
+
+def cron_version(conn: psycopg.Connection) -> tuple[int, ...]:
+    """pg_cron's extversion as the deploy reads it ('1.4-1' -> (1, 4))."""
+    (extversion,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'").fetchone()
+    return tuple(int(part) for part in extversion.split("-")[0].split("."))
 
 
 def deployer_env() -> dict[str, str]:
@@ -144,4 +152,27 @@ def test_a_deployer_that_is_not_a_superuser_deploys_schedules_and_reverts(admin)
     assert product_rows(admin) == rows_before_revert, "revert changed a product row"
     for role in (JOB_ROLE, OWNER_ROLE):
         assert admin.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)).fetchone() == (0,)
+    admin.execute("DROP SCHEMA sqitch_managed CASCADE")
+
+
+def test_a_deployer_that_is_not_a_superuser_changes_the_polling_interval(admin):
+    env = deployer_env()
+    sqitch("deploy", DB, *REGISTRY, env=env)
+    job = "SELECT jobid, schedule FROM cron.job WHERE jobname = %s AND username = %s"
+    (jobid, before), = admin.execute(job, (JOB_NAME, JOB_ROLE)).fetchall()
+    with psycopg.connect("", dbname=DB, user=DEPLOYER, password=PASSWORD, autocommit=True) as conn:
+        conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '10 seconds'")
+        recorded = conn.execute("SELECT schedule FROM messenger.call_reaper_cron_jobs WHERE kind = 'reaper'").fetchone()
+    if cron_version(admin) >= (1, 5):
+        # The job role's own job, rescheduled by name in the deployer's transaction.
+        assert before == "15 seconds"
+        assert admin.execute(job, (JOB_NAME, JOB_ROLE)).fetchall() == [(jobid, "10 seconds")]
+        assert recorded == ("10 seconds",)
+    else:
+        # 1.4 has no seconds schedule: the minute's CALL reads the new interval, nothing rescheduled.
+        assert before == "* * * * *"
+        assert admin.execute(job, (JOB_NAME, JOB_ROLE)).fetchall() == [(jobid, "* * * * *")]
+        assert recorded == ("* * * * *",)
+    assert admin.execute(f"SELECT has_schema_privilege('{JOB_ROLE}', 'cron', 'USAGE')").fetchone() == (False,)
+    sqitch("revert", DB, *REGISTRY, "-y", env=env)
     admin.execute("DROP SCHEMA sqitch_managed CASCADE")
