@@ -13,6 +13,8 @@
 -- The schedule, by pg_extension.extversion (of the database holding pg_cron):
 --   pg_cron >= 1.5: native '<polling_interval> seconds', one cycle per run.
 --   pg_cron <  1.5 (Debian 12 ships 1.4): '* * * * *', the procedure ticks within the minute.
+--   extversion below the installed library's version (pg_available_extensions.default_version)
+--   is scheduled by extversion all the same, with a WARNING naming both and the fix.
 --     A CALL's statement_timeout covers the whole CALL, so the job role's 30 s would cancel
 --     the minute of ticks: in THIS database the role gets statement_timeout = 90s (one minute
 --     of ticks + the 30 s max run duration). The role-wide 30 s stays for every other database.
@@ -210,6 +212,30 @@ BEGIN
     IF string_to_array(split_part(current_setting('call_reaper.cron_version'), '-', 1), '.')::integer[] < ARRAY[1, 5] THEN
         EXECUTE format('ALTER ROLE messenger_call_reaper IN DATABASE %I SET statement_timeout = %L',
                        pg_catalog.current_database(), '90s');
+    END IF;
+END
+$$;
+
+-- The schedule went by extversion, which lags the library until ALTER EXTENSION pg_cron UPDATE:
+-- say so instead of silently taking the older version's path. pg_available_extensions reads the
+-- server's control files, the same in every database of the cluster.
+SELECT pg_catalog.set_config('call_reaper.cron_db', :'cron_database', true) AS cron_db_set,
+       pg_catalog.set_config('call_reaper.jobname', :'jobname', true) AS jobname_set,
+       pg_catalog.set_config('call_reaper.schedule', :'schedule', true) AS schedule_set \gset
+DO $$
+DECLARE
+    v_extver  text := current_setting('call_reaper.cron_version');
+    v_library text;
+BEGIN
+    SELECT a.default_version INTO v_library FROM pg_catalog.pg_available_extensions AS a WHERE a.name = 'pg_cron';
+    -- Whole versions ('1.4-1' is 1.4.1): an update from 1.4 to 1.4-1 is pending too.
+    IF string_to_array(translate(v_library, '-', '.'), '.')::integer[]
+       > string_to_array(translate(v_extver, '-', '.'), '.')::integer[] THEN
+        RAISE WARNING 'pg_cron''s extension version % is older than its installed package %', v_extver, v_library
+            USING DETAIL = pg_catalog.format('The job %s was scheduled ''%s'' for pg_cron %s, by pg_extension.extversion.',
+                                             current_setting('call_reaper.jobname'), current_setting('call_reaper.schedule'), v_extver),
+                  HINT = pg_catalog.format('In database %I, as pg_cron''s owner: ALTER EXTENSION pg_cron UPDATE; then deploy the cron changes again (docs/managed-postgresql.md, "pg_cron versions and the extension version").',
+                                           current_setting('call_reaper.cron_db'));
     END IF;
 END
 $$;
