@@ -24,18 +24,13 @@ import psycopg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from adoption_support import sqitch
+from adoption_support import cron_extversion, cron_version, sqitch
 from reaper_facts import JOB_NAME, WARDEN_JOB_NAME
 
 DB = "messenger"                         # cron.database_name (server.conf)
 OLD = "1.4"
 WARNING = "WARNING:  pg_cron's extension version {} is older than its installed package {}"
 REDEPLOY_CRON = ("-y", "--onto", "tables/call_reaper_cron_jobs")   # the docs' redeploy of the cron changes
-
-
-def version(text: str) -> tuple[int, ...]:
-    """'1.4-1' -> (1, 4, 1), as the deploy compares them."""
-    return tuple(int(part) for part in text.replace("-", ".").split("."))
 
 
 @pytest.fixture
@@ -53,7 +48,7 @@ def schedules(conn: psycopg.Connection) -> dict[str, str]:
 
 def test_a_lagging_extension_version_is_warned_of_until_updated(admin):
     (package,) = admin.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'pg_cron'").fetchone()
-    assert version(package) > version(OLD)
+    assert cron_version(package) > cron_version(OLD)
     assert admin.execute("SELECT count(*) FROM cron.job").fetchone() == (0,), "pg_cron must have no job to drop"
     admin.execute("DROP EXTENSION pg_cron")
     admin.execute(f"CREATE EXTENSION pg_cron VERSION '{OLD}'")
@@ -71,10 +66,10 @@ def test_a_lagging_extension_version_is_warned_of_until_updated(admin):
         redeployed = sqitch("rebase", DB, *REDEPLOY_CRON)
         out = redeployed.stdout + redeployed.stderr
         assert "extension version" not in out, out
-        native = version(package)[:2] >= (1, 5)
+        native = cron_version(package)[:2] >= (1, 5)
         assert schedules(admin) == ({JOB_NAME: "15 seconds", WARDEN_JOB_NAME: "1 seconds"} if native
                                     else {JOB_NAME: "* * * * *", WARDEN_JOB_NAME: "* * * * *"})
     finally:
         admin.execute("ALTER EXTENSION pg_cron UPDATE")
         sqitch("revert", DB, "-y")
-    assert admin.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'").fetchone() == (package,)
+    assert cron_extversion(admin) == cron_version(package)

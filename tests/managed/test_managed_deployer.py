@@ -29,7 +29,14 @@ import psycopg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from adoption_support import ROOT, product_objects, product_rows, reaper_objects, sqitch
+from adoption_support import (
+    ROOT,
+    cron_extversion,
+    product_objects,
+    product_rows,
+    reaper_objects,
+    sqitch,
+)
 from reaper_facts import JOB_NAME, JOB_ROLE, OWNER_ROLE, PURGE_JOB_NAME, WARDEN_JOB_NAME
 
 DB = "messenger"            # cron.database_name (server.conf)
@@ -55,12 +62,6 @@ def admin():
             GRANT USAGE ON SCHEMA cron TO {DEPLOYER} WITH GRANT OPTION;
             GRANT CREATE ON DATABASE {DB} TO {DEPLOYER};""")
         yield conn
-
-
-def cron_version(conn: psycopg.Connection) -> tuple[int, ...]:
-    """pg_cron's extversion as the deploy reads it ('1.4-1' -> (1, 4))."""
-    (extversion,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'").fetchone()
-    return tuple(int(part) for part in extversion.split("-")[0].split("."))
 
 
 def deployer_env() -> dict[str, str]:
@@ -163,7 +164,7 @@ def test_a_deployer_that_is_not_a_superuser_changes_the_polling_interval(admin):
     with psycopg.connect("", dbname=DB, user=DEPLOYER, password=PASSWORD, autocommit=True) as conn:
         conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '10 seconds'")
         recorded = conn.execute("SELECT schedule FROM messenger.call_reaper_cron_jobs WHERE kind = 'reaper'").fetchone()
-    if cron_version(admin) >= (1, 5):
+    if cron_extversion(admin)[:2] >= (1, 5):
         # The job role's own job, rescheduled by name in the deployer's transaction.
         assert before == "15 seconds"
         assert admin.execute(job, (JOB_NAME, JOB_ROLE)).fetchall() == [(jobid, "10 seconds")]

@@ -159,6 +159,18 @@ def sqitch(verb: str, database: str, *args: str, cwd: Path = ROOT, env: dict[str
     return done
 
 
+def cron_version(version: str) -> tuple[int, ...]:
+    """A pg_cron version as numbers, whole: '1.4-1' -> (1, 4, 1). [:2] is what the deploy's
+    schedule goes by (1.5+: seconds schedules)."""
+    return tuple(int(part) for part in version.replace("-", ".").split("."))
+
+
+def cron_extversion(conn: psycopg.Connection) -> tuple[int, ...]:
+    """pg_cron's pg_extension.extversion in conn's database, as cron_version()."""
+    (extversion,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'").fetchone()
+    return cron_version(extversion)
+
+
 def product_objects(conn: psycopg.Connection) -> list[str]:
     return sorted(str(r[0]) for r in conn.execute(PRODUCT_OBJECTS_SQL))
 
