@@ -12,8 +12,14 @@ BEGIN;
 --   * pg_cron 1.4 (schedule '* * * * *', no sub-minute schedules): one CALL per minute runs the
 --     ticks minute + k * polling_interval that are still ahead or due, sleeping in between.
 --     A tick already a whole interval late is dropped, not run twice in a row.
---   * pg_cron 1.5+ (native schedule 'N seconds'): one CALL runs exactly one cycle, now. The
---     version comes from pg_extension: the job role has no access to schema cron.
+--   * pg_cron 1.5+ (native schedule 'N seconds'): one CALL runs exactly one cycle, now.
+--     Which of the two is the job's schedule as cron/call_reaper recorded it
+--     (messenger.call_reaper_cron_jobs), not pg_cron's version here: a product database whose
+--     jobs pg_cron keeps in another database has no pg_cron of its own (it used to run the
+--     minute loop under a '15 seconds' schedule, holding a job slot 9 s of every 15), and an
+--     extversion updated after the deploy does not change the schedule until the cron changes
+--     are deployed again. Without that record (no pg_cron job: an outside scheduler CALLs it)
+--     pg_extension decides, as before; the job role has no access to schema cron.
 --   * Pause: before every tick, and after every nap while it waits, it re-reads
 --     messenger.call_reaper_settings.paused (messenger.pause_call_reaper()); paused, it returns
 --     at once, so a pause takes effect at the next tick, never after the minute.
@@ -50,7 +56,7 @@ BEGIN;
 --
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
 -- the job role, which may EXECUTE the SECURITY DEFINER reaper and read polling_interval,
--- paused and batch_size -- nothing of pg_cron.
+-- paused and batch_size, and its own job's recorded schedule -- nothing of pg_cron.
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
@@ -60,6 +66,7 @@ DECLARE
     v_started  constant timestamptz := clock_timestamp();
     v_interval interval;
     v_version  integer[];
+    v_once     boolean;
     v_paused   boolean;
     v_budget   interval;
     v_tick     timestamptz;
@@ -74,14 +81,20 @@ DECLARE
 BEGIN
     SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
       FROM messenger.call_reaper_settings AS s;
-    SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO v_version
-      FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
+    IF run_call_reaper_ticks.as_of IS NULL THEN
+        SELECT r.schedule ~ 'second' INTO v_once FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
+    END IF;
+    IF v_once IS NULL THEN
+        SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO v_version
+          FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
+        v_once := v_version >= ARRAY[1, 5];
+    END IF;
     -- pg_settings.setting is in milliseconds; 0 means no statement_timeout at all.
     SELECT nullif(g.setting::bigint, 0) * interval '1 millisecond' INTO v_budget
       FROM pg_catalog.pg_settings AS g
      WHERE g.name = 'statement_timeout';
 
-    IF run_call_reaper_ticks.as_of IS NOT NULL OR v_version >= ARRAY[1, 5] THEN
+    IF run_call_reaper_ticks.as_of IS NOT NULL OR v_once THEN
         v_tick := v_started;
         v_end := v_started + v_interval;
     ELSE
@@ -140,7 +153,7 @@ END
 $$;
 
 COMMENT ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) IS
-$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (pg_cron 1.4: the ticks of the current minute; 1.5+: one cycle). A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
+$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (a minute schedule, pg_cron 1.4: the ticks of the current minute; a schedule in seconds, 1.5+: one cycle). A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
 
 REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
@@ -152,5 +165,8 @@ GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) TO messe
 -- The procedure runs as the job role and needs the interval it ticks at, the pause flag and the
 -- batch size that tells a full batch (catch-up), nothing else of the row.
 GRANT SELECT (polling_interval, paused, batch_size) ON messenger.call_reaper_settings TO messenger_call_reaper;
+-- Which schedule its job runs on (the one-cycle or the minute path), nothing else of the record;
+-- the operator too, who may CALL it without as_of.
+GRANT SELECT (kind, schedule) ON messenger.call_reaper_cron_jobs TO messenger_call_reaper, messenger_call_reaper_operator;
 
 COMMIT;

@@ -159,7 +159,8 @@ SELECT bag_eq(
       ('call_reaper_lock_holders', 'messenger_call_reaper_owner', 'SELECT')$$,
     'table grants in messenger: the owner role''s and the operator''s reads, nothing on a product table for the job, monitor or operator role, nothing for PUBLIC');
 -- Columns: the owner role updates only a closed call's transition columns; the job role reads
--- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch).
+-- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch)
+-- and the schedule its job was recorded with (one cycle or the minute loop).
 SELECT bag_eq(
     $$SELECT c.relname::text, att.attname::text, g.name, a.privilege_type::text
         FROM pg_attribute AS att JOIN pg_class AS c ON c.oid = att.attrelid
@@ -175,8 +176,12 @@ SELECT bag_eq(
       ('call_reaper_settings', 'polling_interval', 'messenger_call_reaper', 'SELECT'),
       ('call_reaper_settings', 'paused', 'messenger_call_reaper', 'SELECT'),
       ('call_reaper_settings', 'batch_size', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_cron_jobs', 'kind', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_cron_jobs', 'schedule', 'messenger_call_reaper', 'SELECT'),
+      ('call_reaper_cron_jobs', 'kind', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_cron_jobs', 'schedule', 'messenger_call_reaper_operator', 'SELECT'),
       ('call_reaper_settings', 'paused', 'messenger_call_reaper_operator', 'UPDATE')$$,
-    'column grants in messenger: the owner role''s transition columns, the job role''s three settings, the operator''s pause flag');
+    'column grants in messenger: the owner role''s transition columns, the job role''s three settings and its job''s recorded schedule, the operator''s pause flag');
 
 SELECT is(ARRAY(SELECT r.rolname::text FROM pg_roles AS r
                  WHERE r.rolname LIKE 'messenger\_call\_reaper%'
