@@ -6,8 +6,9 @@ adoption_support.py), optionally turns call_sessions into a simple declaratively
 table (three monthly partitions and a default, as a service's own migration would), and runs
 sqitch as a DBA would (--set scheduler=none). Fresh deploys run v1.1.0's index changes first
 (Sqitch's rework keeps them in the plan); the reworked changes build only what v1.1.0 did not
-leave, so the tests that cancel a build deploy @v1.1.0 and drop its index first: a v1.1.0
-database whose index the service's own migration took away (it re-created the table).
+leave, so the tests that cancel a reworked build deploy @v1.1.0 and drop its index first: a
+v1.1.0 database whose index the service's own migration took away (it re-created the table).
+The fresh-deploy tests stop the released builds themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 
 import psycopg
 import pytest
-from adoption_support import ROOT, create_product_database, sqitch
+from adoption_support import ROOT, create_product_database, reaper_objects, sqitch
 
 NO_CRON = ("--set", "scheduler=none")
 
@@ -137,7 +138,7 @@ def stop_build_at(admin_dsn: str, db: str, relation: str, wait: str, write: str,
             pid = build_at(watch, relation, WAITS[1])
             if wait != WAITS[1]:
                 t3.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                t3.execute("SELECT count(*) FROM messenger.call_reaper_settings")   # an old snapshot
+                t3.execute("SELECT count(*) FROM pg_catalog.pg_class")   # an old snapshot
                 t2.commit()
                 pid = build_at(watch, relation, WAITS[2])
         signal = "pg_cancel_backend" if how == "cancel" else "pg_terminate_backend"
@@ -183,6 +184,33 @@ def test_a_build_stopped_at_any_wait_leaves_nothing_and_the_next_deploy_builds_i
         recorded = product.execute("SELECT count(*) FROM messenger.call_reaper_indexes WHERE index_name = %s",
                                    (index,)).fetchone()
         assert recorded == (1,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+FRESH_CASES = [(False, WAITS[0], "cancel"), (True, WAITS[2], "terminate")]
+
+
+@pytest.mark.parametrize("partitioned,wait,how", FRESH_CASES)
+def test_a_fresh_deploy_whose_released_outbox_build_is_stopped_leaves_nothing(conn, partitioned, wait, how):
+    """On a fresh deploy the outbox index is first built by v1.1.0's script, which writes no
+    record and marks the index only once built: stopped, it leaves an INVALID index that only
+    its definition tells from a product's. Sqitch then reverts the changes before it, the
+    released ix_call_due first, whose revert must drop it."""
+    db = "idx_fresh_stopped"
+    dsn = product_db(conn, db, partitioned)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        indexes_before = table_indexes(product)
+        write = "LOCK TABLE messenger.realtime_outbox IN ROW EXCLUSIVE MODE"
+        done = stop_build_at(dsn, db, "messenger.realtime_outbox", wait, write, how)
+        assert done.returncode != 0, done.stdout
+        assert "Reverting" in done.stdout, done.stdout
+        assert table_indexes(product) == indexes_before, \
+            f"the failed fresh deploy left something on the product's tables\n{done.stdout}"
+        assert deployed_changes(product) == []
+        assert reaper_objects(product) == []
+
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
@@ -328,4 +356,5 @@ def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(
     assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 500ms during the revert"
     assert deploy[2] > 100 and revert[2] > 10
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
 
