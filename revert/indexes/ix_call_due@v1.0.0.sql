@@ -1,7 +1,7 @@
 -- Revert call_timeout_reaper:indexes/ix_call_due from pg
 -- Only an index the deploy made (its comment says so).
 -- No transaction: a plain index goes with DROP INDEX CONCURRENTLY, so writers never wait; a partitioned one cannot, and is dropped
--- (with its partitions' indexes) under a bounded lock wait. Partition indexes an interrupted
+-- (with its partitions' indexes) in short lock waits, retried. Partition indexes an interrupted
 -- deploy built but did not attach go too.
 -- Edited after its release (a deployed database runs the current revert): only so that it
 -- leaves more of the product as it was (README, "Changing the schema").
@@ -13,9 +13,26 @@ SELECT coalesce(pg_catalog.obj_description(pg_catalog.to_regclass('messenger.ix_
 
 \if :ours
 \if :partitioned
-SET lock_timeout = '10s';
-DROP INDEX messenger.ix_call_due;
-RESET lock_timeout;
+-- DROP INDEX locks call_sessions and each partition: every try waits at most 100 ms for those
+-- locks, then gives way and tries again after a pause (GitLab's with_lock_retries, inline:
+-- messenger._call_reaper_with_lock_retries is reverted before this runs), so no product writer
+-- queues longer than that behind it, however long a product transaction holds the table.
+DO $$
+BEGIN
+    FOR v_try IN 1 .. 600 LOOP
+        BEGIN
+            SET LOCAL lock_timeout = '100ms';
+            DROP INDEX messenger.ix_call_due;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_catalog.pg_sleep(0.1 + 0.2 * pg_catalog.random());
+        END;
+    END LOOP;
+    RAISE EXCEPTION 'no lock on messenger.call_sessions within 100 ms in 600 tries: messenger.ix_call_due was not dropped'
+        USING ERRCODE = '55P03',
+              HINT = 'A long transaction keeps the table locked: run sqitch revert again once it has ended.';
+END
+$$;
 \else
 DROP INDEX CONCURRENTLY messenger.ix_call_due;
 \endif

@@ -288,31 +288,44 @@ def test_an_upgrade_keeps_the_released_indexes_and_records_them(conn, partitione
 
 
 class Product(threading.Thread):
-    """A writer every 10 ms (insert a call, then an outbox row) with lock_timeout 500 ms, and
-    beside it a transaction that holds a call's row for 3 s, again and again."""
+    """A writer every 10 ms (insert a call, then an outbox row) with a lock_timeout (500 ms
+    unless told), and beside it a transaction that holds a call's row for 3 s, again and again.
+    renew_when (a query) makes the hold start afresh the first time it returns true: so that a
+    step which follows that moment meets a hold with nearly 3 s to go, whatever the timing."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, lock_timeout: str = "500ms", renew_when: str | None = None) -> None:
         super().__init__(daemon=True)
         self.dsn = dsn
+        self.lock_timeout = lock_timeout
+        self.renew_when = renew_when
         self.stop = threading.Event()
         self.waits: list[float] = []
         self.lock_timeouts = 0
         self.error: psycopg.Error | None = None
 
     def hold(self) -> None:
-        with psycopg.connect(self.dsn) as conn:
-            while not self.stop.is_set():
-                conn.execute("UPDATE messenger.call_sessions SET updated_at = updated_at"
-                             " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
-                time.sleep(3)
-                conn.commit()
+        renew = self.renew_when
+        try:
+            with psycopg.connect(self.dsn) as conn, psycopg.connect(self.dsn, autocommit=True) as watch:
+                while not self.stop.is_set():
+                    conn.execute("UPDATE messenger.call_sessions SET updated_at = updated_at"
+                                 " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
+                    held = time.monotonic()
+                    while time.monotonic() - held < 3 and not self.stop.is_set():
+                        if renew and watch.execute(renew).fetchone()[0]:
+                            renew = None
+                            break
+                        time.sleep(0.01)
+                    conn.commit()
+        except psycopg.Error as exc:
+            self.error = exc
 
     def run(self) -> None:
         holder = threading.Thread(target=self.hold, daemon=True)
         holder.start()
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
-                conn.execute("SET lock_timeout = '500ms'")
+                conn.execute(f"SET lock_timeout = '{self.lock_timeout}'")
                 while not self.stop.is_set():
                     for statement in (CALL_IN_M1.replace("'Audio'", "'Video'"), OUTBOX_ROW):
                         started = time.monotonic()
@@ -327,8 +340,9 @@ class Product(threading.Thread):
         holder.join(10)
 
 
-def under_product_load(dsn: str, action) -> tuple[float, int, int, float]:
-    product = Product(dsn)
+def under_product_load(dsn: str, action, lock_timeout: str = "500ms",
+                       renew_when: str | None = None) -> tuple[float, int, int, float]:
+    product = Product(dsn, lock_timeout, renew_when)
     product.start()
     time.sleep(1)
     started = time.monotonic()
@@ -358,3 +372,22 @@ def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+
+def test_a_full_revert_of_a_partitioned_deploy_queues_no_writer_past_a_short_lock_wait(conn):
+    """A full revert ends with the released ix_call_due revert, whose partitioned index cannot be
+    dropped concurrently: its DROP INDEX waits 100 ms at a time for the product's locks. The
+    product's hold starts afresh when the outbox index goes (the revert just before), so a plain
+    DROP INDEX would queue the writer behind nearly all of a 3 s hold."""
+    db = "idx_full_revert_locks"
+    dsn = product_db(conn, db, True, calls=100_000)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        revert = under_product_load(dsn, lambda: sqitch("revert", db, "-y"), lock_timeout="250ms",
+                                    renew_when="SELECT to_regclass('messenger.ux_realtime_outbox_call_event') IS NULL")
+        assert reaper_objects(product) == []
+        calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
+    print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"
+          f" full revert {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
+    assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 250ms during the full revert"
+    assert revert[2] > 10
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
