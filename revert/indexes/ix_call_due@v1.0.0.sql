@@ -50,8 +50,7 @@ SELECT pg_catalog.format('DROP INDEX CONCURRENTLY %s', x.oid::pg_catalog.regclas
 -- leaves an INVALID index with neither a record nor a comment, and the reaper's later helpers
 -- do not exist yet. It is the reaper's by definition: an INVALID unique index of that name on
 -- the outbox, of exactly the released definition (compared with the same index built on an
--- empty temporary copy of the outbox's columns, which the transaction then rolls back).
-BEGIN;
+-- empty temporary copy of the outbox's columns, dropped again).
 CREATE TEMPORARY TABLE call_reaper_ux_model (LIKE messenger.realtime_outbox);
 CREATE UNIQUE INDEX call_reaper_ux_model_ix ON pg_temp.call_reaper_ux_model (kind, reference_id, target_id)
     WHERE kind IN ('CallMissed', 'CallEnded');
@@ -62,7 +61,7 @@ SELECT coalesce((SELECT NOT i.indisvalid AND i.indisunique
                    FROM pg_catalog.pg_index AS i
                   WHERE i.indexrelid = pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event')), false)
        AS ux_unfinished \gset
-ROLLBACK;
+DROP TABLE pg_temp.call_reaper_ux_model;
 \if :ux_unfinished
 DROP INDEX CONCURRENTLY messenger.ux_realtime_outbox_call_event;
 \endif
