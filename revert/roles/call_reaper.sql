@@ -3,6 +3,8 @@
 -- marker in its comment, see deploy): a role that existed before was adopted and is kept, with
 -- only this deploy's grant revoked (the rest went with the objects already reverted). DROP
 -- OWNED BY acts on this database only; a role still used by another database is kept.
+-- Edited after its release, only to leave more of the product as it was (README, "Changing
+-- the schema"): a grant the reaper could not have made stays.
 
 BEGIN;
 
@@ -23,7 +25,9 @@ BEGIN
             RAISE WARNING 'role messenger_call_reaper kept: another database still uses it (%)', SQLERRM;
         END;
     ELSE
-        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL THEN
+        -- USAGE held WITH GRANT OPTION was the product's (the reaper never grants one): kept.
+        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL
+           AND NOT pg_catalog.has_schema_privilege('messenger_call_reaper', 'messenger', 'USAGE WITH GRANT OPTION') THEN
             REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper;
         END IF;
         RAISE NOTICE 'role messenger_call_reaper kept: it existed before this deploy';
