@@ -287,6 +287,38 @@ def test_an_upgrade_keeps_the_released_indexes_and_records_them(conn, partitione
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
+    """A partition detached and kept keeps its part of ix_call_due as a standalone index: the
+    deploy's own (<partition>_ix_call_due, recorded) or, on a partition made after the deploy,
+    one PostgreSQL named. Both use messenger.call_due_key; the revert drops them (and nothing
+    else of those tables) instead of refusing to drop the function."""
+    db = "idx_detached_kept"
+    dsn = product_db(conn, db, True)
+    due_indexes = "SELECT count(*) FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
+    kept_indexes = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index
+                       WHERE indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)
+                         AND pg_get_indexdef(indexrelid) NOT LIKE '%call_due_key%'"""
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        product.execute("""
+            CREATE TABLE messenger.call_sessions_m3 PARTITION OF messenger.call_sessions
+                FOR VALUES FROM (date_trunc('month', now()) + interval '1 month') TO (date_trunc('month', now()) + interval '2 months');
+            ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m3;
+            ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m0""")
+        parts = sorted(r[0] for r in product.execute(
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
+            " AND indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)"))
+        assert parts == ["messenger.call_sessions_m0_ix_call_due",
+                         "messenger.call_sessions_m3_status_call_due_key_call_id_idx"], parts
+        kept = product.execute(kept_indexes).fetchone()
+        done = sqitch("revert", db, "-y", check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert product.execute(due_indexes).fetchone() == (0,)
+        assert product.execute(kept_indexes).fetchone() == kept
+        assert reaper_objects(product) == []
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 class Product(threading.Thread):
     """A writer every 10 ms (insert a call, then an outbox row) with a lock_timeout (500 ms
     unless told), and beside it a transaction that holds a call's row for 3 s, again and again.
