@@ -336,7 +336,6 @@ class Product(threading.Thread):
         self.error: psycopg.Error | None = None
 
     def hold(self) -> None:
-        renew = self.renew_when
         try:
             with psycopg.connect(self.dsn) as conn, psycopg.connect(self.dsn, autocommit=True) as watch:
                 while not self.stop.is_set():
@@ -344,8 +343,9 @@ class Product(threading.Thread):
                                  " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
                     held = time.monotonic()
                     while time.monotonic() - held < 3 and not self.stop.is_set():
+                        renew = self.renew_when   # a test may set it later
                         if renew and watch.execute(renew).fetchone()[0]:
-                            renew = None
+                            self.renew_when = None
                             break
                         time.sleep(0.01)
                     conn.commit()
@@ -422,4 +422,38 @@ def test_a_full_revert_of_a_partitioned_deploy_queues_no_writer_past_a_short_loc
           f" full revert {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
     assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 250ms during the full revert"
     assert revert[2] > 10
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_a_stopped_fresh_due_index_build_is_undone_without_queueing_writers(conn, partitioned):
+    """A fresh deploy's released ix_call_due build, stopped (cancelled at its first wait), is
+    undone by the released call_due_key revert, which Sqitch runs next: plain leftovers go
+    concurrently, a partitioned parent 100 ms at a time. The product writes meanwhile (lock_timeout
+    250 ms) beside a row held 3 s that starts afresh at the cancel."""
+    db = "idx_fresh_due_stopped"
+    dsn = product_db(conn, db, partitioned)
+    relation = "messenger.call_sessions_m1" if partitioned else "messenger.call_sessions"
+    with psycopg.connect(dsn, autocommit=True) as product, psycopg.connect(dsn) as writer_in_flight:
+        indexes_before = table_indexes(product)
+        writer_in_flight.execute(f"LOCK TABLE {relation} IN ROW EXCLUSIVE MODE")
+        run = subprocess.Popen(["sqitch", "deploy", *NO_CRON, f"db:pg:{db}"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        pid = build_at(product, relation, WAITS[0])
+        load = Product(dsn, "250ms")
+        load.start()
+        time.sleep(1)
+        load.renew_when = "SELECT true"
+        assert product.execute("SELECT pg_cancel_backend(%s)", (pid,)).fetchone() == (True,)
+        writer_in_flight.rollback()
+        out, _ = run.communicate(timeout=180)
+        load.stop.set()
+        load.join(15)
+        assert load.error is None, repr(load.error)
+        assert run.returncode != 0 and "Reverting" in out, out
+        assert table_indexes(product) == indexes_before, f"the failed deploy left an index\n{out}"
+        assert reaper_objects(product) == []
+    print(f"\nstopped fresh ix_call_due build ({'partitioned' if partitioned else 'plain'}), reverted under"
+          f" a writer: longest writer wait {max(load.waits) * 1000:.0f} ms over {len(load.waits)} statements")
+    assert load.lock_timeouts == 0, f"{load.lock_timeouts} writer statements hit lock_timeout = 250ms"
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
