@@ -26,6 +26,7 @@ SELECT pg_catalog.format('DROP INDEX CONCURRENTLY %s', c.oid::pg_catalog.regclas
                   AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
                   AND d.refobjid = 'messenger.call_due_key(anyelement, timestamptz, timestamptz)'::pg_catalog.regprocedure)
    AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits AS h WHERE h.inhrelid = c.oid)
+   AND i.indrelid <> 'messenger.call_sessions'::pg_catalog.regclass   -- a plain one has no partition tree
    AND i.indrelid NOT IN (SELECT t.relid FROM pg_catalog.pg_partition_tree('messenger.call_sessions') AS t)
    AND messenger._call_reaper_index_shape(c.oid) = r.shape
  ORDER BY c.oid \gexec

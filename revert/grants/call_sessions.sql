@@ -15,9 +15,16 @@ DECLARE
                         CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) AS x
                         WHERE a.attrelid = 'messenger.call_sessions'::pg_catalog.regclass AND NOT a.attisdropped
                           AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole
-                          AND x.privilege_type = 'SELECT');
+                          AND x.privilege_type = 'SELECT'
+                          -- what the REVOKE below takes: the owner's grants (another grantor's stay)
+                          AND x.grantor = (SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                            WHERE c.oid = 'messenger.call_sessions'::pg_catalog.regclass));
 BEGIN
-    IF pg_catalog.has_table_privilege('messenger_call_reaper_owner', 'messenger.call_sessions', 'SELECT WITH GRANT OPTION') THEN
+    -- From the ACL, not has_table_privilege, which says yes for any superuser.
+    IF EXISTS (SELECT FROM pg_catalog.pg_class AS c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
+                WHERE c.oid = 'messenger.call_sessions'::pg_catalog.regclass
+                  AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole AND x.grantor = c.relowner
+                  AND x.privilege_type = 'SELECT' AND x.is_grantable) THEN
         RETURN;
     END IF;
     REVOKE SELECT ON messenger.call_sessions FROM messenger_call_reaper_owner;

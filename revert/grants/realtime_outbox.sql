@@ -17,13 +17,23 @@ DECLARE
                          CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) AS x
                          WHERE a.attrelid = 'messenger.realtime_outbox'::pg_catalog.regclass AND NOT a.attisdropped
                            AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole
-                           AND x.privilege_type = 'INSERT');
+                           AND x.privilege_type = 'INSERT'
+                           -- what the REVOKE below takes: the owner's grants (another grantor's stay)
+                           AND x.grantor = (SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                             WHERE c.oid = 'messenger.realtime_outbox'::pg_catalog.regclass));
 BEGIN
+    -- Grant options from the ACLs, not has_*_privilege, which say yes for any superuser.
     IF v_sequence IS NOT NULL
-       AND NOT pg_catalog.has_sequence_privilege('messenger_call_reaper_owner', v_sequence, 'USAGE WITH GRANT OPTION') THEN
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
+                        WHERE c.oid = v_sequence::pg_catalog.regclass
+                          AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole AND x.grantor = c.relowner
+                          AND x.privilege_type = 'USAGE' AND x.is_grantable) THEN
         EXECUTE pg_catalog.format('REVOKE USAGE ON SEQUENCE %s FROM messenger_call_reaper_owner', v_sequence);
     END IF;
-    IF pg_catalog.has_table_privilege('messenger_call_reaper_owner', 'messenger.realtime_outbox', 'INSERT WITH GRANT OPTION') THEN
+    IF EXISTS (SELECT FROM pg_catalog.pg_class AS c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
+                WHERE c.oid = 'messenger.realtime_outbox'::pg_catalog.regclass
+                  AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole AND x.grantor = c.relowner
+                  AND x.privilege_type = 'INSERT' AND x.is_grantable) THEN
         RETURN;
     END IF;
     REVOKE INSERT ON messenger.realtime_outbox FROM messenger_call_reaper_owner;

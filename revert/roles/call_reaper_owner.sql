@@ -26,8 +26,12 @@ BEGIN
         END;
     ELSE
         -- USAGE held WITH GRANT OPTION was the product's (the reaper never grants one): kept.
+        -- Read from the ACL, not has_schema_privilege, which says yes for any superuser.
         IF pg_catalog.to_regnamespace('messenger') IS NOT NULL
-           AND NOT pg_catalog.has_schema_privilege('messenger_call_reaper_owner', 'messenger', 'USAGE WITH GRANT OPTION') THEN
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_namespace AS n
+                            CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS x
+                            WHERE n.nspname = 'messenger' AND x.grantee = 'messenger_call_reaper_owner'::pg_catalog.regrole
+                              AND x.grantor = n.nspowner AND x.privilege_type = 'USAGE' AND x.is_grantable) THEN
             REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper_owner;
         END IF;
         RAISE NOTICE 'role messenger_call_reaper_owner kept: it existed before this deploy';
