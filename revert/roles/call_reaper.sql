@@ -3,6 +3,8 @@
 -- marker in its comment, see deploy): a role that existed before was adopted and is kept, with
 -- only this deploy's grant revoked (the rest went with the objects already reverted). DROP
 -- OWNED BY acts on this database only; a role still used by another database is kept.
+-- Edited after its release, only to leave more of the product as it was (README, "Changing
+-- the schema"): a grant the reaper could not have made stays.
 
 BEGIN;
 
@@ -23,7 +25,13 @@ BEGIN
             RAISE WARNING 'role messenger_call_reaper kept: another database still uses it (%)', SQLERRM;
         END;
     ELSE
-        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL THEN
+        -- USAGE held WITH GRANT OPTION was the product's (the reaper never grants one): kept.
+        -- Read from the ACL, not has_schema_privilege, which says yes for any superuser.
+        IF pg_catalog.to_regnamespace('messenger') IS NOT NULL
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_namespace AS n
+                            CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS x
+                            WHERE n.nspname = 'messenger' AND x.grantee = 'messenger_call_reaper'::pg_catalog.regrole
+                              AND x.grantor = n.nspowner AND x.privilege_type = 'USAGE' AND x.is_grantable) THEN
             REVOKE USAGE ON SCHEMA messenger FROM messenger_call_reaper;
         END IF;
         RAISE NOTICE 'role messenger_call_reaper kept: it existed before this deploy';

@@ -356,3 +356,25 @@ def test_revert_resets_the_option_it_set_and_keeps_the_one_the_service_changed(c
         assert product.execute(options).fetchone() == (["autovacuum_vacuum_scale_factor=0.05"],), \
             "revert must reset the reaper's threshold and keep the service's scale factor"
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_revert_keeps_grants_of_adopted_roles_that_the_reaper_never_makes(conn):
+    """The released role and grant reverts revoke by name, and a table-level REVOKE takes every
+    column's privilege too. What the reaper never grants (a column's SELECT or INSERT, a grant
+    option) can only be the service's: the revert leaves it as found."""
+    db = "adopt_kept_kinds"
+    dsn = create_product_database(conn, db, "text")
+    with psycopg.connect(dsn, autocommit=True) as product:
+        product.execute(f"""
+            GRANT SELECT (call_id, status) ON messenger.call_sessions TO {OWNER_ROLE};
+            GRANT INSERT (payload) ON messenger.realtime_outbox TO {OWNER_ROLE};
+            GRANT USAGE ON SCHEMA messenger TO {JOB_ROLE} WITH GRANT OPTION;
+            GRANT USAGE ON SCHEMA messenger TO {MONITOR_ROLE} WITH GRANT OPTION""")
+        objects_before = product_objects(product)
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("revert", db, "-y")
+        assert product_objects(product) == objects_before, "revert took a grant the reaper never makes"
+        assert product.execute(f"SELECT has_table_privilege('{OWNER_ROLE}', 'messenger.call_sessions', 'SELECT'),"
+                               f" has_table_privilege('{OWNER_ROLE}', 'messenger.realtime_outbox', 'INSERT')"
+                               ).fetchone() == (False, False), "revert left the reaper's table grants"
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")

@@ -6,8 +6,9 @@ adoption_support.py), optionally turns call_sessions into a simple declaratively
 table (three monthly partitions and a default, as a service's own migration would), and runs
 sqitch as a DBA would (--set scheduler=none). Fresh deploys run v1.1.0's index changes first
 (Sqitch's rework keeps them in the plan); the reworked changes build only what v1.1.0 did not
-leave, so the tests that cancel a build deploy @v1.1.0 and drop its index first: a v1.1.0
-database whose index the service's own migration took away (it re-created the table).
+leave, so the tests that cancel a reworked build deploy @v1.1.0 and drop its index first: a
+v1.1.0 database whose index the service's own migration took away (it re-created the table).
+The fresh-deploy tests stop the released builds themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 
 import psycopg
 import pytest
-from adoption_support import ROOT, create_product_database, sqitch
+from adoption_support import ROOT, create_product_database, reaper_objects, sqitch
 
 NO_CRON = ("--set", "scheduler=none")
 
@@ -137,7 +138,7 @@ def stop_build_at(admin_dsn: str, db: str, relation: str, wait: str, write: str,
             pid = build_at(watch, relation, WAITS[1])
             if wait != WAITS[1]:
                 t3.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                t3.execute("SELECT count(*) FROM messenger.call_reaper_settings")   # an old snapshot
+                t3.execute("SELECT count(*) FROM pg_catalog.pg_class")   # an old snapshot
                 t2.commit()
                 pid = build_at(watch, relation, WAITS[2])
         signal = "pg_cancel_backend" if how == "cancel" else "pg_terminate_backend"
@@ -183,6 +184,33 @@ def test_a_build_stopped_at_any_wait_leaves_nothing_and_the_next_deploy_builds_i
         recorded = product.execute("SELECT count(*) FROM messenger.call_reaper_indexes WHERE index_name = %s",
                                    (index,)).fetchone()
         assert recorded == (1,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+FRESH_CASES = [(False, WAITS[0], "cancel"), (True, WAITS[2], "terminate")]
+
+
+@pytest.mark.parametrize("partitioned,wait,how", FRESH_CASES)
+def test_a_fresh_deploy_whose_released_outbox_build_is_stopped_leaves_nothing(conn, partitioned, wait, how):
+    """On a fresh deploy the outbox index is first built by v1.1.0's script, which writes no
+    record and marks the index only once built: stopped, it leaves an INVALID index that only
+    its definition tells from a product's. Sqitch then reverts the changes before it, the
+    released ix_call_due first, whose revert must drop it."""
+    db = "idx_fresh_stopped"
+    dsn = product_db(conn, db, partitioned)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        indexes_before = table_indexes(product)
+        write = "LOCK TABLE messenger.realtime_outbox IN ROW EXCLUSIVE MODE"
+        done = stop_build_at(dsn, db, "messenger.realtime_outbox", wait, write, how)
+        assert done.returncode != 0, done.stdout
+        assert "Reverting" in done.stdout, done.stdout
+        assert table_indexes(product) == indexes_before, \
+            f"the failed fresh deploy left something on the product's tables\n{done.stdout}"
+        assert deployed_changes(product) == []
+        assert reaper_objects(product) == []
+
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
@@ -259,32 +287,77 @@ def test_an_upgrade_keeps_the_released_indexes_and_records_them(conn, partitione
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
-class Product(threading.Thread):
-    """A writer every 10 ms (insert a call, then an outbox row) with lock_timeout 500 ms, and
-    beside it a transaction that holds a call's row for 3 s, again and again."""
+def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
+    """A partition detached and kept keeps its part of ix_call_due as a standalone index: the
+    deploy's own (<partition>_ix_call_due, recorded) or, on a partition made after the deploy,
+    one PostgreSQL named. Both use messenger.call_due_key; the revert drops them (and nothing
+    else of those tables) instead of refusing to drop the function."""
+    db = "idx_detached_kept"
+    dsn = product_db(conn, db, True)
+    due_indexes = "SELECT count(*) FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
+    kept_indexes = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index
+                       WHERE indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)
+                         AND pg_get_indexdef(indexrelid) NOT LIKE '%call_due_key%'"""
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        product.execute("""
+            CREATE TABLE messenger.call_sessions_m3 PARTITION OF messenger.call_sessions
+                FOR VALUES FROM (date_trunc('month', now()) + interval '1 month') TO (date_trunc('month', now()) + interval '2 months');
+            ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m3;
+            ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m0""")
+        parts = sorted(r[0] for r in product.execute(
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
+            " AND indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)"))
+        assert parts == ["messenger.call_sessions_m0_ix_call_due",
+                         "messenger.call_sessions_m3_status_call_due_key_call_id_idx"], parts
+        kept = product.execute(kept_indexes).fetchone()
+        done = sqitch("revert", db, "-y", check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert product.execute(due_indexes).fetchone() == (0,)
+        assert product.execute(kept_indexes).fetchone() == kept
+        assert reaper_objects(product) == []
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
-    def __init__(self, dsn: str) -> None:
+
+class Product(threading.Thread):
+    """A writer every 10 ms (insert a call, then an outbox row) with a lock_timeout (500 ms
+    unless told), and beside it a transaction that holds a call's row for 3 s, again and again.
+    renew_when (a query) makes the hold start afresh the first time it returns true: so that a
+    step which follows that moment meets a hold with nearly 3 s to go, whatever the timing."""
+
+    def __init__(self, dsn: str, lock_timeout: str = "500ms", renew_when: str | None = None) -> None:
         super().__init__(daemon=True)
         self.dsn = dsn
+        self.lock_timeout = lock_timeout
+        self.renew_when = renew_when
         self.stop = threading.Event()
         self.waits: list[float] = []
         self.lock_timeouts = 0
         self.error: psycopg.Error | None = None
 
     def hold(self) -> None:
-        with psycopg.connect(self.dsn) as conn:
-            while not self.stop.is_set():
-                conn.execute("UPDATE messenger.call_sessions SET updated_at = updated_at"
-                             " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
-                time.sleep(3)
-                conn.commit()
+        try:
+            with psycopg.connect(self.dsn) as conn, psycopg.connect(self.dsn, autocommit=True) as watch:
+                while not self.stop.is_set():
+                    conn.execute("UPDATE messenger.call_sessions SET updated_at = updated_at"
+                                 " WHERE call_id = (SELECT call_id FROM messenger.call_sessions LIMIT 1)")
+                    held = time.monotonic()
+                    while time.monotonic() - held < 3 and not self.stop.is_set():
+                        renew = self.renew_when   # a test may set it later
+                        if renew and watch.execute(renew).fetchone()[0]:
+                            self.renew_when = None
+                            break
+                        time.sleep(0.01)
+                    conn.commit()
+        except psycopg.Error as exc:
+            self.error = exc
 
     def run(self) -> None:
         holder = threading.Thread(target=self.hold, daemon=True)
         holder.start()
         try:
             with psycopg.connect(self.dsn, autocommit=True) as conn:
-                conn.execute("SET lock_timeout = '500ms'")
+                conn.execute(f"SET lock_timeout = '{self.lock_timeout}'")
                 while not self.stop.is_set():
                     for statement in (CALL_IN_M1.replace("'Audio'", "'Video'"), OUTBOX_ROW):
                         started = time.monotonic()
@@ -299,8 +372,9 @@ class Product(threading.Thread):
         holder.join(10)
 
 
-def under_product_load(dsn: str, action) -> tuple[float, int, int, float]:
-    product = Product(dsn)
+def under_product_load(dsn: str, action, lock_timeout: str = "500ms",
+                       renew_when: str | None = None) -> tuple[float, int, int, float]:
+    product = Product(dsn, lock_timeout, renew_when)
     product.start()
     time.sleep(1)
     started = time.monotonic()
@@ -329,3 +403,57 @@ def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(
     assert deploy[2] > 100 and revert[2] > 10
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
+
+
+def test_a_full_revert_of_a_partitioned_deploy_queues_no_writer_past_a_short_lock_wait(conn):
+    """A full revert ends with the released ix_call_due revert, whose partitioned index cannot be
+    dropped concurrently: its DROP INDEX waits 100 ms at a time for the product's locks. The
+    product's hold starts afresh when the outbox index goes (the revert just before), so a plain
+    DROP INDEX would queue the writer behind nearly all of a 3 s hold."""
+    db = "idx_full_revert_locks"
+    dsn = product_db(conn, db, True, calls=100_000)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        revert = under_product_load(dsn, lambda: sqitch("revert", db, "-y"), lock_timeout="250ms",
+                                    renew_when="SELECT to_regclass('messenger.ux_realtime_outbox_call_event') IS NULL")
+        assert reaper_objects(product) == []
+        calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
+    print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"
+          f" full revert {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
+    assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 250ms during the full revert"
+    assert revert[2] > 10
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_a_stopped_fresh_due_index_build_is_undone_without_queueing_writers(conn, partitioned):
+    """A fresh deploy's released ix_call_due build, stopped (cancelled at its first wait), is
+    undone by the released call_due_key revert, which Sqitch runs next: plain leftovers go
+    concurrently, a partitioned parent 100 ms at a time. The product writes meanwhile (lock_timeout
+    250 ms) beside a row held 3 s that starts afresh at the cancel."""
+    db = "idx_fresh_due_stopped"
+    dsn = product_db(conn, db, partitioned)
+    relation = "messenger.call_sessions_m1" if partitioned else "messenger.call_sessions"
+    with psycopg.connect(dsn, autocommit=True) as product, psycopg.connect(dsn) as writer_in_flight:
+        indexes_before = table_indexes(product)
+        writer_in_flight.execute(f"LOCK TABLE {relation} IN ROW EXCLUSIVE MODE")
+        run = subprocess.Popen(["sqitch", "deploy", *NO_CRON, f"db:pg:{db}"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        pid = build_at(product, relation, WAITS[0])
+        load = Product(dsn, "250ms")
+        load.start()
+        time.sleep(1)
+        load.renew_when = "SELECT true"
+        assert product.execute("SELECT pg_cancel_backend(%s)", (pid,)).fetchone() == (True,)
+        writer_in_flight.rollback()
+        out, _ = run.communicate(timeout=180)
+        load.stop.set()
+        load.join(15)
+        assert load.error is None, repr(load.error)
+        assert run.returncode != 0 and "Reverting" in out, out
+        assert table_indexes(product) == indexes_before, f"the failed deploy left an index\n{out}"
+        assert reaper_objects(product) == []
+    print(f"\nstopped fresh ix_call_due build ({'partitioned' if partitioned else 'plain'}), reverted under"
+          f" a writer: longest writer wait {max(load.waits) * 1000:.0f} ms over {len(load.waits)} statements")
+    assert load.lock_timeouts == 0, f"{load.lock_timeouts} writer statements hit lock_timeout = 250ms"
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")

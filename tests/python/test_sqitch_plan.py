@@ -9,9 +9,14 @@
   is fine: a session-wide one leaks into every later script Sqitch runs on the connection);
 - every SECURITY DEFINER routine pins its search_path in its own definition;
 - the README's test map has a row per change, in plan order, and every test it names exists
-  and names or calls the change's object (see object_spellings).
+  and names or calls the change's object (see object_spellings);
+- every released deploy script (of a change planned before the last tag) is byte for byte the
+  one tests/released-deploy.sha256 lists: a deployed database never runs it again, so an edit
+  would reach fresh deploys only (released revert scripts may change, README "Changing the
+  schema").
 """
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -59,6 +64,16 @@ def script_stems() -> list[tuple[str, str]]:
 
 
 STEMS = [stem for _, stem in script_stems()]
+RELEASED_DEPLOY = ROOT / "tests" / "released-deploy.sha256"
+
+
+def released_stems() -> list[str]:
+    """The script stem of every change instance planned before the last tag, in plan order."""
+    entries = [e for e in plan_entries()]
+    last_tag = max(i for i, e in enumerate(entries) if e[0] == "tag")
+    released = {i for i in range(last_tag) if entries[i][0] == "change"}
+    change_indexes = [i for i, e in enumerate(entries) if e[0] == "change"]
+    return [stem for i, (_, stem) in zip(change_indexes, script_stems()) if i in released]
 
 
 def statements(sql: str) -> list[str]:
@@ -391,3 +406,22 @@ def test_object_spellings_see_what_they_must():
     assert {"_reap_cycle", "_reap_phase", "_reap_close", "_reap_apply"} <= reaches("reap_call_timeouts", texts)
     assert "_call_reaper_settings_guard" in reaches("call_reaper_settings", texts)
     assert "reap_call_timeouts" not in reaches("_reap_apply", texts)
+
+
+def test_released_deploy_scripts_are_unchanged():
+    """sha256sum format: '<hex>  deploy/<stem>.sql'. A released change's scripts move to
+    <name>@<tag>.sql when it is reworked, so a listed deploy/<name>.sql is also found there."""
+    listed = {}
+    for line in RELEASED_DEPLOY.read_text().splitlines():
+        digest, path = line.split(maxsplit=1)
+        listed[path.strip()] = digest
+    problems = []
+    for stem in released_stems():
+        path = f"deploy/{stem}.sql"
+        before_rework = re.sub(r"@[^/]+$", "", path[:-4]) + ".sql"
+        want = listed.get(path) or listed.get(before_rework)
+        if want is None:
+            problems.append(f"{path} is released but not listed: add `sha256sum {path}` to {RELEASED_DEPLOY.name}")
+        elif hashlib.sha256((ROOT / path).read_bytes()).hexdigest() != want:
+            problems.append(f"{path} changed since its release: rework the change instead (sqitch rework)")
+    assert not problems, "\n".join(problems)
