@@ -2,17 +2,17 @@
 
 BEGIN;
 
--- Contract: where one phase's lanes lie for a cycle at p_as_of, read-only. The reaper's
+-- Contract: where one phase's lanes lie for a cycle at p_run.as_of, read-only. The reaper's
 -- _reap_phase claims them and messenger.preview_call_timeouts lists them, so the preview shows
 -- what the next cycle closes (except calls another transaction holds, which the claim skips).
 -- Returns a messenger.call_reaper_lanes row (its fields are described there); an unknown
--- p_phase raises 22023. cutoff = p_as_of - p_timeout, fresh_from = cutoff - p_fresh.
+-- p_run.phase raises 22023. cutoff = p_run.as_of - p_run.timeout, fresh_from = cutoff - p_run.fresh.
 -- The backlog lane starts at the phase's claim floor (messenger.call_reaper_claim_floor) when
 -- the floor passes every check, each one row or one index probe:
---   * p_as_of is later than the as_of of the cycle that set it, or equal when p_after_run is
+--   * p_run.as_of is later than the as_of of the cycle that set it, or equal when p_run.after_run is
 --     that cycle (the next cycle of the same drain or catch-up loop): a test or a DBA repeating
 --     an as_of may have written calls below it at that very instant;
---   * p_as_of is less than p_backoff_max past the floor's reset_at;
+--   * p_run.as_of is less than p_run.backoff_max past the floor's reset_at;
 --   * the call it stops at still exists (TRUNCATE, DELETE or a restore removed it);
 --   * call_sessions has not been vacuumed since (VACUUM removed the dead entries it steps over).
 -- Otherwise the lane starts at the beginning ('-infinity', c_uuid_max). While this phase has
@@ -21,17 +21,11 @@ BEGIN;
 -- fresh_from (never fresh_from itself: a call committed late with an older key would be
 -- passed over), so the next cycle does not walk them again.
 -- Why shaped so: docs/design.md, "Claiming".
--- Reworked after v1.2.0 to return that named row instead of 16 OUT parameters: dropped and
--- created again (CREATE OR REPLACE cannot change a result type). Its callers are PL/pgSQL,
+-- Reworked after v1.2.0: it takes the phase's messenger.call_reaper_phase_run and returns
+-- that named row, instead of 6 parameters and 16 OUT parameters. Its callers are PL/pgSQL,
 -- which records no dependency on it.
 DROP FUNCTION IF EXISTS messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid);
-CREATE FUNCTION messenger._reap_lanes(
-    p_phase          text,
-    p_as_of          timestamptz,
-    p_timeout        interval,
-    p_fresh          interval,
-    p_backoff_max    interval,
-    p_after_run      uuid)
+CREATE FUNCTION messenger._reap_lanes(p_run messenger.call_reaper_phase_run)
 RETURNS messenger.call_reaper_lanes
 LANGUAGE plpgsql
 STABLE
@@ -56,19 +50,19 @@ DECLARE
     v_trusted     boolean;
     l             messenger.call_reaper_lanes;
 BEGIN
-    SELECT r.status INTO l.status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_phase;
+    SELECT r.status INTO l.status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_run.phase;
     IF l.status IS NULL THEN
-        RAISE EXCEPTION 'unknown reaper phase %', p_phase USING ERRCODE = '22023';
+        RAISE EXCEPTION 'unknown reaper phase %', p_run.phase USING ERRCODE = '22023';
     END IF;
     v_status := l.status;
-    l.cutoff := p_as_of - p_timeout;
-    l.fresh_from := l.cutoff - p_fresh;
+    l.cutoff := p_run.as_of - p_run.timeout;
+    l.fresh_from := l.cutoff - p_run.fresh;
 
     -- Each min() reads one entry of ix_call_reaper_quarantine_due (an EXISTS was planned as a
     -- scan of the whole quarantine, dead pages included).
-    SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_phase),
+    SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_run.phase),
            (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q
-             WHERE q.phase = (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.phase <> p_phase)),
+             WHERE q.phase = (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.phase <> p_run.phase)),
            (SELECT coalesce(sum(pg_catalog.pg_stat_get_vacuum_count(t.relid)
                                 + pg_catalog.pg_stat_get_autovacuum_count(t.relid)), 0)::bigint
               FROM (SELECT 'messenger.call_sessions'::regclass AS relid   -- a plain table (no tree)
@@ -77,13 +71,13 @@ BEGIN
                      WHERE p.isleaf) AS t)
       INTO v_next_retry, v_next_other, l.vacuums;
     l.quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
-    l.retry_due := v_next_retry <= p_as_of;
+    l.retry_due := v_next_retry <= p_run.as_of;
 
-    SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+    SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
     l.floor_stored := FOUND;
     v_trusted := l.floor_stored
-        AND (p_as_of > v_floor.as_of OR (p_as_of = v_floor.as_of AND v_floor.run_id = p_after_run))
-        AND p_as_of < v_floor.reset_at + p_backoff_max
+        AND (p_run.as_of > v_floor.as_of OR (p_run.as_of = v_floor.as_of AND v_floor.run_id = p_run.after_run))
+        AND p_run.as_of < v_floor.reset_at + p_run.backoff_max
         AND v_floor.vacuums = l.vacuums
         AND EXISTS (SELECT FROM messenger.call_sessions AS s
                      WHERE s.call_id = v_floor.call_id AND s.started_at = v_floor.anchor_started_at);
@@ -98,7 +92,7 @@ BEGIN
     ELSE
         l.backlog_key := '-infinity';
         l.backlog_id := c_uuid_max;
-        l.floor_reset_at := p_as_of;
+        l.floor_reset_at := p_run.as_of;
     END IF;
     l.backlog_empty := false;
     l.over_quarantine := false;
@@ -108,7 +102,7 @@ BEGIN
     -- floor is kept anyway).
     IF v_next_retry IS NOT NULL
        AND (v_trusted OR (SELECT count(*) FROM (SELECT FROM messenger.call_reaper_quarantine AS q
-                                   WHERE q.phase = p_phase LIMIT c_many_quarantined) AS x) = c_many_quarantined) THEN
+                                   WHERE q.phase = p_run.phase LIMIT c_many_quarantined) AS x) = c_many_quarantined) THEN
         l.over_quarantine := true;
         -- The first healthy (or row-locked) call from the start; with none up to fresh_from, the
         -- last call before it. The second branch runs only when the first finds nothing.
@@ -142,13 +136,13 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid) IS
+COMMENT ON FUNCTION messenger._reap_lanes(messenger.call_reaper_phase_run) IS
     'Private: where one reaper phase''s retry, fresh and backlog lanes lie at an as_of (the claim floor checked first); read by the claim and the preview.';
-REVOKE ALL ON FUNCTION messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_lanes(messenger.call_reaper_phase_run) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid)
+ALTER FUNCTION messenger._reap_lanes(messenger.call_reaper_phase_run)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

@@ -3,14 +3,11 @@
 BEGIN;
 
 -- Contract: runs one phase of one cycle inside the caller's transaction (the caller holds the
--- single-runner lock).
---   p_phase        a phase of messenger.call_reaper_phases(); unknown: 22023 before any read
---   p_as_of, p_timeout  a call is due when messenger.call_due_key(...) <= p_as_of - p_timeout
---   p_batch_size   most calls this phase claims
---   p_fresh        width of the fresh lane (the polling interval)
---   p_backoff, p_backoff_max  quarantine backoff: p_backoff, doubling per failure, capped
---   p_budget       most subtransactions this phase may open
---   p_after_run    the previous cycle of the caller's drain or catch-up loop (or NULL)
+-- single-runner lock). p_run (messenger.call_reaper_phase_run) holds all it is told: the phase
+-- (of messenger.call_reaper_phases(); unknown: 22023 before any read), the run id and as_of, the
+-- window (a call is due when messenger.call_due_key(...) <= as_of - timeout), the batch size, the
+-- fresh lane's width (the polling interval), the quarantine backoffs, the subtransaction budget
+-- and the previous cycle of the caller's drain or catch-up loop (or NULL).
 --
 -- Claim: every call FOR NO KEY UPDATE SKIP LOCKED (a call held by answer-call/end-call is
 -- skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts with the KEY SHARE
@@ -21,7 +18,7 @@ BEGIN;
 --            known-poison calls). Their rows whose call is no longer due in this phase (closed,
 --            answered, progressed, gone) are deleted: the quarantine cleans itself up as the
 --            backoffs expire, reading only rows it looks at anyway.
---   fresh    healthy calls (not quarantined) due within the last p_fresh, oldest first: the
+--   fresh    healthy calls (not quarantined) due within the last fresh width, oldest first: the
 --            ones the SLO (due + polling interval) still covers.
 --   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, from the
 --            claim floor (_reap_lanes checks it; this function moves it, see the end).
@@ -47,19 +44,11 @@ BEGIN;
 --   * enable_sort = off: a claim walks ix_call_due in due order and never sorts a lane;
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
--- v1.1.0: one more argument (p_after_run, defaulted, so a v1.0.0 caller still resolves it).
-DROP FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer);
+-- Reworked after v1.2.0: one messenger.call_reaper_phase_run instead of 10 parameters; dropped
+-- and created (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid);
 CREATE FUNCTION messenger._reap_phase(
-    p_phase              text,
-    p_run_id             uuid,
-    p_as_of              timestamptz,
-    p_timeout            interval,
-    p_batch_size         integer,
-    p_fresh              interval,
-    p_backoff            interval,
-    p_backoff_max        interval,
-    p_budget             integer,
-    p_after_run          uuid DEFAULT NULL,
+    p_run                messenger.call_reaper_phase_run,
     OUT reaped           integer,
     OUT skipped_locked   integer,
     OUT poisoned         integer,
@@ -75,9 +64,9 @@ SET jit = off
 AS $$
 DECLARE
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
-    v_lanes      record;
+    v_lanes      messenger.call_reaper_lanes;
     v_status     messenger.call_sessions.status%TYPE;
-    v_share      constant integer := least(8, (p_batch_size + 9) / 10);
+    v_share      constant integer := least(8, (p_run.batch + 9) / 10);
     v_ids        uuid[] := '{}'::uuid[];
     v_started    timestamptz[] := '{}'::timestamptz[];
     v_keys       timestamptz[] := '{}'::timestamptz[];
@@ -104,12 +93,12 @@ DECLARE
     v_close      record;
 BEGIN
     skipped_locked := 0;
-    v_lanes := messenger._reap_lanes(p_phase, p_as_of, p_timeout, p_fresh, p_backoff_max, p_after_run);
+    v_lanes := messenger._reap_lanes(p_run);
     v_status := v_lanes.status;
 
     IF v_lanes.retry_due THEN
         SELECT r.ids, r.started, r.keys INTO v_retry_ids, v_started, v_keys
-          FROM messenger._reap_claim_retries(p_phase, v_status::text, p_as_of, v_lanes.cutoff, v_share) AS r;
+          FROM messenger._reap_claim_retries(p_run.phase, v_status::text, p_run.as_of, v_lanes.cutoff, v_share) AS r;
     END IF;
 
     -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3), in the room the retry
@@ -117,7 +106,7 @@ BEGIN
     -- backlog lane came up short above a floor that full lanes moved and nobody swept since:
     -- from the start up to the floor, for calls committed below it while the drain ran.
     FOR v_lane IN 1 .. 3 LOOP
-        v_limit := p_batch_size - cardinality(v_ids);
+        v_limit := p_run.batch - cardinality(v_ids);
         IF v_lane = 1 THEN
             v_limit := v_limit - cardinality(v_retry_ids);
             v_lo_key := v_lanes.fresh_from;
@@ -174,9 +163,8 @@ BEGIN
     END IF;
 
     RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
-        p_run_id, p_phase, cardinality(v_ids), cardinality(v_retry_ids), skipped_locked;
-    v_close := messenger._reap_close(p_phase, p_run_id, p_as_of, p_timeout, v_ids, v_started, v_keys,
-                                     v_n_fresh, cardinality(v_retry_ids), p_budget, p_backoff, p_backoff_max);
+        p_run.run_id, p_run.phase, cardinality(v_ids), cardinality(v_retry_ids), skipped_locked;
+    v_close := messenger._reap_close(p_run, v_ids, v_started, v_keys, v_n_fresh, cardinality(v_retry_ids));
     reaped := v_close.reaped;
     poisoned := v_close.poisoned;
     deferred := v_close.deferred;
@@ -209,29 +197,29 @@ BEGIN
     IF NOT (v_full OR v_passed >= c_keep_after OR v_lanes.over_quarantine) THEN
         v_floor_key := '-infinity';
     END IF;
-    PERFORM messenger._reap_save_floor(p_phase, v_floor_key, v_floor_id, v_lanes.floor_key, v_lanes.floor_id,
+    PERFORM messenger._reap_save_floor(p_run.phase, v_floor_key, v_floor_id, v_lanes.floor_key, v_lanes.floor_id,
                                        v_lanes.floor_swept, v_lanes.floor_stored, v_lanes.floor_reset_at,
                                        NOT v_full AND v_close.deferred = 0
                                        AND (v_lanes.floor_key IS NULL OR v_lanes.floor_swept OR v_swept),
-                                       v_passed, v_lanes.vacuums, p_run_id, p_as_of);
+                                       v_passed, v_lanes.vacuums, p_run.run_id, p_run.as_of);
 
     IF reaped > 0 THEN
         RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
-            p_run_id, p_phase,
-            (SELECT r.new_status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_phase),
-            (SELECT r.end_reason FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_phase),
+            p_run.run_id, p_run.phase,
+            (SELECT r.new_status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_run.phase),
+            (SELECT r.end_reason FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_run.phase),
             reaped, v_close.calls;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid) IS
+COMMENT ON FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run) IS
     'Private: one reaper phase (retry, fresh and backlog lanes claimed with SKIP LOCKED, closed by _reap_close, claim floor moved).';
-REVOKE ALL ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid)
+ALTER FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
