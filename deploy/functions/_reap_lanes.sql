@@ -8,13 +8,7 @@ BEGIN;
 -- Returns a messenger.call_reaper_lanes row (its fields are described there); an unknown
 -- p_run.phase raises 22023. cutoff = p_run.as_of - p_run.timeout, fresh_from = cutoff - p_run.fresh.
 -- The backlog lane starts at the phase's claim floor (messenger.call_reaper_claim_floor) when
--- the floor passes every check, each one row or one index probe:
---   * p_run.as_of is later than the as_of of the cycle that set it, or equal when p_run.after_run is
---     that cycle (the next cycle of the same drain or catch-up loop): a test or a DBA repeating
---     an as_of may have written calls below it at that very instant;
---   * p_run.as_of is less than p_run.backoff_max past the floor's reset_at;
---   * the call it stops at still exists (TRUNCATE, DELETE or a restore removed it);
---   * call_sessions has not been vacuumed since (VACUUM removed the dead entries it steps over).
+-- messenger._reap_floor_trusted says a cycle may trust it (checks (a)-(d) live there).
 -- Otherwise the lane starts at the beginning ('-infinity', c_uuid_max). While this phase has
 -- 16 quarantine rows or more the start then moves over the quarantined calls that follow it: to the
 -- first healthy or row-locked call up to fresh_from, or with none, to the last call before
@@ -75,12 +69,7 @@ BEGIN
 
     SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
     l.floor_stored := FOUND;
-    v_trusted := l.floor_stored
-        AND (p_run.as_of > v_floor.as_of OR (p_run.as_of = v_floor.as_of AND v_floor.run_id = p_run.after_run))
-        AND p_run.as_of < v_floor.reset_at + p_run.backoff_max
-        AND v_floor.vacuums = l.vacuums
-        AND EXISTS (SELECT FROM messenger.call_sessions AS s
-                     WHERE s.call_id = v_floor.call_id AND s.started_at = v_floor.anchor_started_at);
+    v_trusted := messenger._reap_floor_trusted(p_run, v_floor, l.vacuums);
     IF v_trusted THEN
         l.floor_key := v_floor.due_key;
         l.floor_id := v_floor.call_id;

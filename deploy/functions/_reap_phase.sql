@@ -21,7 +21,7 @@ BEGIN;
 --   fresh    healthy calls (not quarantined) due within the last fresh width, oldest first: the
 --            ones the SLO (due + polling interval) still covers.
 --   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, from the
---            claim floor (_reap_lanes checks it; this function moves it, see the end).
+--            claim floor (_reap_lanes checks it, _reap_save_floor moves it).
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
 -- or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold it to that) together
 -- with its skipped_locked count: healthy due calls inside the range it walked (up to the last
@@ -29,10 +29,9 @@ BEGIN;
 -- transaction held them (or changed them after the cycle's snapshot); not capped.
 -- Close: messenger._reap_close (set-based, poison bisected and quarantined, transient errors
 -- re-raised, a budget of subtransactions; calls left untried are counted in deferred).
--- Floor: after the backlog lane ran, everything from its start up to the first of: the first
--- call it passed, the first call left untried, its last claimed call, is closed or
--- quarantined, so the floor moves there (a cycle that claimed and passed nothing writes
--- nothing). An untrusted floor no cycle could move is deleted.
+-- Floor: messenger._reap_save_floor places and writes it from what the backlog lane, the sweep
+-- and the close did (messenger.call_reaper_backlog_outcome): where it stops, whether it is
+-- kept or swept. When a stored floor is trusted: messenger._reap_floor_trusted.
 -- Log: one event=batch_selected record and, when it closed calls, one event=calls_reaped record
 -- listing every closed call as call_id/caller/callee (status and end_reason are the phase's):
 -- O(1) records per cycle, not one per call.
@@ -83,16 +82,12 @@ DECLARE
     v_hi_id      uuid;
     v_upto_key   timestamptz;
     v_upto_id    uuid;
-    v_full       boolean := false;   -- the backlog lane filled its room
-    v_swept      boolean := false;   -- the sweep ran and found nothing left below the floor
-    v_n_backlog  integer := 0;
-    v_floor_key  timestamptz;
-    v_floor_id   uuid;
-    v_passed     bigint;
-    c_keep_after constant integer := 1000;
+    v_backlog    messenger.call_reaper_backlog_outcome;   -- for _reap_save_floor
     v_close      record;
 BEGIN
     skipped_locked := 0;
+    v_backlog := ROW('{}'::uuid[], '{}'::timestamptz[], NULL::timestamptz, NULL::uuid, 0, false, false, 0,
+                     NULL::timestamptz, NULL::uuid)::messenger.call_reaper_backlog_outcome;
     v_lanes := messenger._reap_lanes(p_run);
     v_status := v_lanes.status;
 
@@ -119,7 +114,7 @@ BEGIN
             v_lo_id := v_lanes.backlog_id;
             v_hi_key := v_lanes.fresh_from;
         ELSE
-            CONTINUE WHEN v_full OR v_lanes.floor_key IS NULL OR v_lanes.floor_swept;
+            CONTINUE WHEN v_backlog."full" OR v_lanes.floor_key IS NULL OR v_lanes.floor_swept;
             v_lo_key := '-infinity';
             v_lo_id := c_uuid_max;
             v_hi_key := v_lanes.floor_key;
@@ -138,21 +133,14 @@ BEGIN
             v_keys := v_lane_key || v_keys;
             CONTINUE;
         ELSIF v_lane = 2 THEN
-            -- Where the floor may move: the first call the lane passed, else its last claim.
-            v_full := cardinality(v_lane_ids) = v_limit;
-            v_n_backlog := cardinality(v_lane_ids);
-            v_floor_key := NULL;
-            IF v_skipped > 0 THEN
-                SELECT x.due_key, x.call_id INTO v_floor_key, v_floor_id
-                  FROM messenger._reap_first_passed(v_status::text, v_lo_key, v_lo_id, v_upto_key, v_upto_id,
-                                                    v_lane_ids, v_lanes.quarantined) AS x;
-            END IF;
-            IF v_floor_key IS NULL AND cardinality(v_lane_ids) > 0 THEN
-                v_floor_key := v_lane_key[cardinality(v_lane_key)];
-                v_floor_id := v_lane_ids[cardinality(v_lane_ids)];
-            END IF;
+            v_backlog.ids := v_lane_ids;
+            v_backlog.keys := v_lane_key;
+            v_backlog.upto_key := v_upto_key;
+            v_backlog.upto_id := v_upto_id;
+            v_backlog.skipped := v_skipped;
+            v_backlog."full" := cardinality(v_lane_ids) = v_limit;
         ELSE
-            v_swept := cardinality(v_lane_ids) < v_limit AND v_skipped = 0;
+            v_backlog.swept := cardinality(v_lane_ids) < v_limit AND v_skipped = 0;
         END IF;
         v_ids := v_ids || v_lane_ids;
         v_started := v_started || v_lane_st;
@@ -179,29 +167,14 @@ BEGIN
                             WHERE s.call_id = q.call_id AND s.status = v_status);
     END IF;
 
-    -- The floor: where the backlog lane stopped, or the first call left untried before that;
-    -- swept unless a full lane moved it (a cycle that started from the beginning, or swept,
-    -- walked everything below it).
-    IF v_close.first_deferred IS NOT NULL AND v_close.first_deferred <= v_n_fresh + cardinality(v_retry_ids) + v_n_backlog
-       AND (v_keys[v_close.first_deferred], v_ids[v_close.first_deferred]) < (v_floor_key, v_floor_id) THEN
-        v_floor_key := v_keys[v_close.first_deferred];
-        v_floor_id := v_ids[v_close.first_deferred];
+    -- The floor: _reap_save_floor places it from what the backlog lane and the close did; of
+    -- the calls left untried it needs the first one up to the backlog lane's end.
+    v_backlog.deferred := v_close.deferred;
+    IF v_close.first_deferred <= v_n_fresh + cardinality(v_retry_ids) + cardinality(v_backlog.ids) THEN
+        v_backlog.deferred_key := v_keys[v_close.first_deferred];
+        v_backlog.deferred_id := v_ids[v_close.first_deferred];
     END IF;
-    IF v_floor_key IS NULL THEN
-        v_floor_key := v_lanes.backlog_key;
-        v_floor_id := v_lanes.backlog_id;
-    END IF;
-    -- Kept only where it saves work: mid-drain, after a drain of c_keep_after calls, or past
-    -- many quarantined calls; otherwise no floor (the next cycle walks from the start).
-    v_passed := coalesce(v_lanes.floor_passed, 0) + v_n_backlog;
-    IF NOT (v_full OR v_passed >= c_keep_after OR v_lanes.over_quarantine) THEN
-        v_floor_key := '-infinity';
-    END IF;
-    PERFORM messenger._reap_save_floor(p_run.phase, v_floor_key, v_floor_id, v_lanes.floor_key, v_lanes.floor_id,
-                                       v_lanes.floor_swept, v_lanes.floor_stored, v_lanes.floor_reset_at,
-                                       NOT v_full AND v_close.deferred = 0
-                                       AND (v_lanes.floor_key IS NULL OR v_lanes.floor_swept OR v_swept),
-                                       v_passed, v_lanes.vacuums, p_run.run_id, p_run.as_of);
+    PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
 
     IF reaped > 0 THEN
         RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
