@@ -147,7 +147,9 @@ BEGIN
                          v_settings.polling_interval, v_settings.poison_backoff, v_settings.poison_backoff_max,
                          CASE WHEN v_rule.is_last THEN c_subxact_budget - v_used ELSE (c_subxact_budget - v_used) / 2 END,
                          p_after_run)::messenger.call_reaper_phase_run;
-            SELECT * INTO STRICT v_res FROM messenger._reap_phase(v_run);
+            -- An assignment, not SELECT * FROM: a simple expression is no statement of its own,
+            -- so with the loop's query a cycle still runs no more statements than before.
+            v_res := messenger._reap_phase(v_run);
             -- The cycle row counts calls by what they became (missed_count, failed_count).
             v_missed := v_missed + CASE v_rule.new_status WHEN 'Missed' THEN v_res.reaped ELSE 0 END;
             v_failed := v_failed + CASE v_rule.new_status WHEN 'Failed' THEN v_res.reaped ELSE 0 END;
@@ -183,8 +185,9 @@ BEGIN
             stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
             duration_ms, subtransactions, deferred_count, error_sqlstate, error_message)
     VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch,
-            v_settings.ring_timeout, v_settings.stale_timeout, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-            v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred, v_state, v_message);
+            v_settings.ring_timeout, v_settings.stale_timeout, v_out.missed_count, v_out.failed_count,
+            v_out.skipped_locked_count, v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred,
+            v_state, v_message);
 
     -- An idle cycle (it changed nothing and passed nothing) leaves only its ledger row:
     -- call_reaper_metrics counts it from there until a later cycle folds it in here (the row's

@@ -18,7 +18,8 @@ BEGIN;
 --       removed the dead entries it steps over, so it saves nothing any more.
 -- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
 -- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
--- below it resets it). Called by messenger._reap_lanes.
+-- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
+-- it inherits: a SET clause of its own would cost every call a GUC save and restore.
 CREATE OR REPLACE FUNCTION messenger._reap_floor_trusted(
     p_run     messenger.call_reaper_phase_run,
     p_floor   messenger.call_reaper_claim_floor,
@@ -27,7 +28,6 @@ RETURNS boolean
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     -- Never NULL: a cycle from no loop (after_run NULL) at the setter's as_of is a plain no.
