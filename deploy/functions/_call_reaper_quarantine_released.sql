@@ -10,6 +10,8 @@ BEGIN;
 -- deletes that phase's floor row, so the next cycle's claim starts from the bottom of
 -- ix_call_due and takes the released call. AFTER TRUNCATE it deletes every floor row. Deleting
 -- a floor row is always safe: it only costs the next cycle one walk over the quarantined calls.
+-- The floor's other rules have one home each: when a cycle trusts it, messenger._reap_floor_trusted;
+-- where it stops, whether it is kept or swept and its write, messenger._reap_save_floor.
 -- Locks: the deleted floor rows.
 -- SECURITY DEFINER (owner messenger_call_reaper_owner): a DBA allowed to release quarantined
 -- calls need not hold rights on the floor or the calls. EXECUTE revoked from PUBLIC.

@@ -6,7 +6,8 @@ BEGIN;
 -- isolating poison, inside the caller's transaction.
 --   p_ids, p_started, p_keys  the batch (call_id, started_at, due key), laid out as the fresh
 --                lane, then p_n_retry quarantined calls, then the backlog lane
---   p_budget     most subtransactions it may open
+--   p_run        the phase's run (messenger.call_reaper_phase_run): phase, run id, as_of, window,
+--                subtransaction budget, quarantine backoffs
 -- Each lane is one set-based messenger._reap_apply, each attempt in its own subtransaction
 -- (retried calls one by one: they failed before, so a set would fail again). An attempt that
 -- raises, by messenger.call_reaper_error_class of its SQLSTATE:
@@ -21,19 +22,16 @@ BEGIN;
 -- batch position of the first backlog call left so (NULL: none), where the floor must stop.
 -- calls lists every closed call as call_id/caller/callee for the cycle's one log record.
 -- query_canceled is not caught by WHEN OTHERS: cancellation rolls back the cycle.
-CREATE OR REPLACE FUNCTION messenger._reap_close(
-    p_phase        text,
-    p_run_id       uuid,
-    p_as_of        timestamptz,
-    p_timeout      interval,
+-- Reworked after v1.2.0: the phase's run in one parameter instead of seven; dropped and created
+-- (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval);
+CREATE FUNCTION messenger._reap_close(
+    p_run          messenger.call_reaper_phase_run,
     p_ids          uuid[],
     p_started      timestamptz[],
     p_keys         timestamptz[],
     p_n_fresh      integer,
     p_n_retry      integer,
-    p_budget       integer,
-    p_backoff      interval,
-    p_backoff_max  interval,
     OUT reaped     integer,
     OUT poisoned   integer,
     OUT deferred   integer,
@@ -89,7 +87,7 @@ BEGIN
         v_a := v_stack_lo[v_top];
         v_b := v_stack_hi[v_top];
         v_top := v_top - 1;
-        IF subtransactions >= p_budget THEN
+        IF subtransactions >= p_run.budget THEN
             deferred := deferred + v_b - v_a + 1;
             IF v_b >= v_backlog AND first_deferred IS NULL THEN
                 first_deferred := greatest(v_a, v_backlog);
@@ -101,9 +99,9 @@ BEGIN
             SELECT count(*)::integer, coalesce(array_agg(a.lag_seconds), '{}'),
                    string_agg(a.call_id || '/' || a.caller_user_id || '/' || a.callee_user_id, ',')
               INTO v_count, v_lags, v_part
-              FROM messenger._reap_apply(p_phase, p_ids[v_a:v_b], p_started[v_a:v_b],
-                                         ARRAY(SELECT k + p_timeout FROM unnest(p_keys[v_a:v_b]) AS k),
-                                         p_run_id, p_as_of) AS a;
+              FROM messenger._reap_apply(p_run.phase, p_ids[v_a:v_b], p_started[v_a:v_b],
+                                         ARRAY(SELECT k + p_run.timeout FROM unnest(p_keys[v_a:v_b]) AS k),
+                                         p_run.run_id, p_run.as_of) AS a;
             reaped := reaped + v_count;
             lag_seconds := lag_seconds || v_lags;
             IF v_part IS NOT NULL THEN
@@ -127,8 +125,8 @@ BEGIN
                 IF v_a NOT BETWEEN p_n_fresh + 1 AND v_backlog - 1 THEN
                     v_leaf_states := v_leaf_states || v_state;
                 END IF;
-                PERFORM messenger._reap_quarantine_call(p_ids[v_a], p_phase, v_state, v_message, p_run_id,
-                                                        p_as_of, p_backoff, p_backoff_max);
+                PERFORM messenger._reap_quarantine_call(p_ids[v_a], p_run.phase, v_state, v_message, p_run.run_id,
+                                                        p_run.as_of, p_run.backoff, p_run.backoff_max);
             END IF;
         END;
     END LOOP;
@@ -139,19 +137,19 @@ BEGIN
        AND v_leaf_states <@ ARRAY[v_leaf_states[1]]
        AND messenger.call_reaper_error_class(v_leaf_states[1]) = 'other' THEN
         RAISE EXCEPTION 'every call of the % batch (%) failed with SQLSTATE %: % (not poison: the error is not about one call)',
-            p_phase, v_n - p_n_retry, v_leaf_states[1], v_message
+            p_run.phase, v_n - p_n_retry, v_leaf_states[1], v_message
             USING ERRCODE = v_leaf_states[1];
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval) IS
+COMMENT ON FUNCTION messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer) IS
     'Private: close one reaper phase''s claimed calls set-based, bisecting out and quarantining poison within a subtransaction budget.';
-REVOKE ALL ON FUNCTION messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval)
+ALTER FUNCTION messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

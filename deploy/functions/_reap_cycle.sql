@@ -22,6 +22,9 @@ BEGIN;
 -- the floor is checked as for any cycle. The caller is the session's role (SET ROLE, else the
 -- login): inside a SECURITY DEFINER routine current_user is the owner, and the role GUC and
 -- session_user are what the session itself chose.
+-- Phases: one messenger._reap_phase per row of messenger.call_reaper_phases(), in that order,
+-- each told its messenger.call_reaper_phase_run (its window is the setting the row's
+-- timeout_setting names, with the arguments laid over the settings).
 -- SECURITY DEFINER like the reaper: the job role runs it through run_call_reaper_ticks.
 CREATE OR REPLACE FUNCTION messenger._reap_cycle(
     p_batch_size    integer,
@@ -44,10 +47,16 @@ DECLARE
     v_settings messenger.call_reaper_settings;
     v_out      messenger.call_reaper_cycle;
     v_batch    integer;
-    v_ring     interval;
-    v_stale    interval;
-    v_ring_res record;
-    v_stale_res record;
+    v_rule     record;
+    v_run      messenger.call_reaper_phase_run;
+    v_res      record;
+    v_missed   integer;
+    v_failed   integer;
+    v_skipped  integer;
+    v_poisoned integer;
+    v_used     integer;
+    v_phase_lags double precision[];
+    v_phase_deferred integer;
     v_lags     double precision[] := '{}'::double precision[];
     v_seconds  double precision;
     v_state    text;
@@ -79,11 +88,13 @@ BEGIN
             RETURN v_out;
         END IF;
     END IF;
+    -- The arguments laid over the configured values: each phase's window is then the setting its
+    -- timeout_setting names (call_reaper_phases()), which the arguments are named after.
     v_batch := coalesce(p_batch_size, v_settings.batch_size);
-    v_ring  := coalesce(p_ring_timeout, v_settings.ring_timeout);
-    v_stale := coalesce(p_stale_timeout, v_settings.stale_timeout);
+    v_settings.ring_timeout := coalesce(p_ring_timeout, v_settings.ring_timeout);
+    v_settings.stale_timeout := coalesce(p_stale_timeout, v_settings.stale_timeout);
     v_out.as_of := coalesce(p_as_of, v_started);
-    PERFORM messenger._check_reaper_options(v_batch, v_ring, v_stale, v_out.as_of);
+    PERFORM messenger._check_reaper_options(v_batch, v_settings.ring_timeout, v_settings.stale_timeout, v_out.as_of);
 
     -- Time-ordered (the UUIDv7 layout: 48 bits of milliseconds, version 7, random): each run's
     -- ledger key lands on the last page of call_reaper_runs_pkey, so after a checkpoint one
@@ -105,7 +116,7 @@ BEGIN
                (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size,
                 ring_timeout, stale_timeout, duration_ms)
         VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, false, v_batch,
-                v_ring, v_stale, v_out.duration_ms);
+                v_settings.ring_timeout, v_settings.stale_timeout, v_out.duration_ms);
         RAISE LOG 'call_reaper event=cycle_skipped run_id=% reason=lock_busy', v_out.run_id;
         RETURN v_out;
     END IF;
@@ -118,24 +129,43 @@ BEGIN
         to_json(v_out.as_of) #>> '{}';
 
     -- This block is the cycle's first subtransaction; the phases share the rest of the budget,
-    -- phase 1 at most half, so poison in phase 1 never starves phase 2 of attempts.
+    -- each but the last at most half of what is left (phase 1 at most half), so poison in phase
+    -- 1 never starves phase 2 of attempts. The totals are summed here and set below only once
+    -- every phase ran: a phase that raises rolls the earlier ones back too.
     BEGIN
-        SELECT * INTO STRICT v_ring_res
-          FROM messenger._reap_phase('ring_timeout', v_out.run_id, v_out.as_of, v_ring, v_batch,
-                                     v_settings.polling_interval, v_settings.poison_backoff,
-                                     v_settings.poison_backoff_max, (c_subxact_budget - 1) / 2, p_after_run);
-        SELECT * INTO STRICT v_stale_res
-          FROM messenger._reap_phase('stale_answered', v_out.run_id, v_out.as_of, v_stale, v_batch,
-                                     v_settings.polling_interval, v_settings.poison_backoff,
-                                     v_settings.poison_backoff_max,
-                                     c_subxact_budget - 1 - v_ring_res.subtransactions, p_after_run);
-        v_out.missed_count := v_ring_res.reaped;
-        v_out.failed_count := v_stale_res.reaped;
-        v_out.skipped_locked_count := v_ring_res.skipped_locked + v_stale_res.skipped_locked;
-        v_out.poisoned_count := v_ring_res.poisoned + v_stale_res.poisoned;
-        v_lags := v_ring_res.lag_seconds || v_stale_res.lag_seconds;
-        v_subxacts := 1 + v_ring_res.subtransactions + v_stale_res.subtransactions;
-        v_deferred := v_ring_res.deferred + v_stale_res.deferred;
+        v_missed := 0;
+        v_failed := 0;
+        v_skipped := 0;
+        v_poisoned := 0;
+        v_used := 1;
+        v_phase_lags := '{}'::double precision[];
+        v_phase_deferred := 0;
+        FOR v_rule IN SELECT r.phase, r.new_status, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
+                        FROM messenger.call_reaper_phases() AS r LOOP
+            v_run := ROW(v_rule.phase, v_out.run_id, v_out.as_of,
+                         (to_jsonb(v_settings) ->> v_rule.timeout_setting)::interval, v_batch,
+                         v_settings.polling_interval, v_settings.poison_backoff, v_settings.poison_backoff_max,
+                         CASE WHEN v_rule.is_last THEN c_subxact_budget - v_used ELSE (c_subxact_budget - v_used) / 2 END,
+                         p_after_run)::messenger.call_reaper_phase_run;
+            -- An assignment, not SELECT * FROM: a simple expression is no statement of its own,
+            -- so with the loop's query a cycle still runs no more statements than before.
+            v_res := messenger._reap_phase(v_run);
+            -- The cycle row counts calls by what they became (missed_count, failed_count).
+            v_missed := v_missed + CASE v_rule.new_status WHEN 'Missed' THEN v_res.reaped ELSE 0 END;
+            v_failed := v_failed + CASE v_rule.new_status WHEN 'Failed' THEN v_res.reaped ELSE 0 END;
+            v_skipped := v_skipped + v_res.skipped_locked;
+            v_poisoned := v_poisoned + v_res.poisoned;
+            v_phase_lags := v_phase_lags || v_res.lag_seconds;
+            v_used := v_used + v_res.subtransactions;
+            v_phase_deferred := v_phase_deferred + v_res.deferred;
+        END LOOP;
+        v_out.missed_count := v_missed;
+        v_out.failed_count := v_failed;
+        v_out.skipped_locked_count := v_skipped;
+        v_out.poisoned_count := v_poisoned;
+        v_lags := v_phase_lags;
+        v_subxacts := v_used;
+        v_deferred := v_phase_deferred;
         v_out.result := 'completed';
     EXCEPTION WHEN OTHERS THEN
         -- Both phases are rolled back; the run is still recorded and counted below.
@@ -154,9 +184,10 @@ BEGIN
            (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout,
             stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
             duration_ms, subtransactions, deferred_count, error_sqlstate, error_message)
-    VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch, v_ring,
-            v_stale, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-            v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred, v_state, v_message);
+    VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch,
+            v_settings.ring_timeout, v_settings.stale_timeout, v_out.missed_count, v_out.failed_count,
+            v_out.skipped_locked_count, v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred,
+            v_state, v_message);
 
     -- An idle cycle (it changed nothing and passed nothing) leaves only its ledger row:
     -- call_reaper_metrics counts it from there until a later cycle folds it in here (the row's

@@ -3,14 +3,11 @@
 BEGIN;
 
 -- Contract: runs one phase of one cycle inside the caller's transaction (the caller holds the
--- single-runner lock).
---   p_phase        a phase of messenger.call_reaper_phases(); unknown: 22023 before any read
---   p_as_of, p_timeout  a call is due when messenger.call_due_key(...) <= p_as_of - p_timeout
---   p_batch_size   most calls this phase claims
---   p_fresh        width of the fresh lane (the polling interval)
---   p_backoff, p_backoff_max  quarantine backoff: p_backoff, doubling per failure, capped
---   p_budget       most subtransactions this phase may open
---   p_after_run    the previous cycle of the caller's drain or catch-up loop (or NULL)
+-- single-runner lock). p_run (messenger.call_reaper_phase_run) holds all it is told: the phase
+-- (of messenger.call_reaper_phases(); unknown: 22023 before any read), the run id and as_of, the
+-- window (a call is due when messenger.call_due_key(...) <= as_of - timeout), the batch size, the
+-- fresh lane's width (the polling interval), the quarantine backoffs, the subtransaction budget
+-- and the previous cycle of the caller's drain or catch-up loop (or NULL).
 --
 -- Claim: every call FOR NO KEY UPDATE SKIP LOCKED (a call held by answer-call/end-call is
 -- skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts with the KEY SHARE
@@ -21,10 +18,10 @@ BEGIN;
 --            known-poison calls). Their rows whose call is no longer due in this phase (closed,
 --            answered, progressed, gone) are deleted: the quarantine cleans itself up as the
 --            backoffs expire, reading only rows it looks at anyway.
---   fresh    healthy calls (not quarantined) due within the last p_fresh, oldest first: the
+--   fresh    healthy calls (not quarantined) due within the last fresh width, oldest first: the
 --            ones the SLO (due + polling interval) still covers.
 --   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, from the
---            claim floor (_reap_lanes checks it; this function moves it, see the end).
+--            claim floor (_reap_lanes checks it, _reap_save_floor moves it).
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
 -- or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold it to that) together
 -- with its skipped_locked count: healthy due calls inside the range it walked (up to the last
@@ -32,10 +29,9 @@ BEGIN;
 -- transaction held them (or changed them after the cycle's snapshot); not capped.
 -- Close: messenger._reap_close (set-based, poison bisected and quarantined, transient errors
 -- re-raised, a budget of subtransactions; calls left untried are counted in deferred).
--- Floor: after the backlog lane ran, everything from its start up to the first of: the first
--- call it passed, the first call left untried, its last claimed call, is closed or
--- quarantined, so the floor moves there (a cycle that claimed and passed nothing writes
--- nothing). An untrusted floor no cycle could move is deleted.
+-- Floor: messenger._reap_save_floor places and writes it from what the backlog lane, the sweep
+-- and the close did (messenger.call_reaper_backlog_outcome): where it stops, whether it is
+-- kept or swept. When a stored floor is trusted: messenger._reap_floor_trusted.
 -- Log: one event=batch_selected record and, when it closed calls, one event=calls_reaped record
 -- listing every closed call as call_id/caller/callee (status and end_reason are the phase's):
 -- O(1) records per cycle, not one per call.
@@ -47,19 +43,11 @@ BEGIN;
 --   * enable_sort = off: a claim walks ix_call_due in due order and never sorts a lane;
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
--- v1.1.0: one more argument (p_after_run, defaulted, so a v1.0.0 caller still resolves it).
-DROP FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer);
+-- Reworked after v1.2.0: one messenger.call_reaper_phase_run instead of 10 parameters; dropped
+-- and created (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid);
 CREATE FUNCTION messenger._reap_phase(
-    p_phase              text,
-    p_run_id             uuid,
-    p_as_of              timestamptz,
-    p_timeout            interval,
-    p_batch_size         integer,
-    p_fresh              interval,
-    p_backoff            interval,
-    p_backoff_max        interval,
-    p_budget             integer,
-    p_after_run          uuid DEFAULT NULL,
+    p_run                messenger.call_reaper_phase_run,
     OUT reaped           integer,
     OUT skipped_locked   integer,
     OUT poisoned         integer,
@@ -75,9 +63,9 @@ SET jit = off
 AS $$
 DECLARE
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
-    v_lanes      record;
+    v_lanes      messenger.call_reaper_lanes;
     v_status     messenger.call_sessions.status%TYPE;
-    v_share      constant integer := least(8, (p_batch_size + 9) / 10);
+    v_share      constant integer := least(8, (p_run.batch + 9) / 10);
     v_ids        uuid[] := '{}'::uuid[];
     v_started    timestamptz[] := '{}'::timestamptz[];
     v_keys       timestamptz[] := '{}'::timestamptz[];
@@ -94,22 +82,18 @@ DECLARE
     v_hi_id      uuid;
     v_upto_key   timestamptz;
     v_upto_id    uuid;
-    v_full       boolean := false;   -- the backlog lane filled its room
-    v_swept      boolean := false;   -- the sweep ran and found nothing left below the floor
-    v_n_backlog  integer := 0;
-    v_floor_key  timestamptz;
-    v_floor_id   uuid;
-    v_passed     bigint;
-    c_keep_after constant integer := 1000;
+    v_backlog    messenger.call_reaper_backlog_outcome;   -- for _reap_save_floor
     v_close      record;
 BEGIN
     skipped_locked := 0;
-    v_lanes := messenger._reap_lanes(p_phase, p_as_of, p_timeout, p_fresh, p_backoff_max, p_after_run);
+    v_backlog := ROW('{}'::uuid[], '{}'::timestamptz[], NULL::timestamptz, NULL::uuid, 0, false, false, 0,
+                     NULL::timestamptz, NULL::uuid)::messenger.call_reaper_backlog_outcome;
+    v_lanes := messenger._reap_lanes(p_run);
     v_status := v_lanes.status;
 
     IF v_lanes.retry_due THEN
         SELECT r.ids, r.started, r.keys INTO v_retry_ids, v_started, v_keys
-          FROM messenger._reap_claim_retries(p_phase, v_status::text, p_as_of, v_lanes.cutoff, v_share) AS r;
+          FROM messenger._reap_claim_retries(p_run.phase, v_status::text, p_run.as_of, v_lanes.cutoff, v_share) AS r;
     END IF;
 
     -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3), in the room the retry
@@ -117,7 +101,7 @@ BEGIN
     -- backlog lane came up short above a floor that full lanes moved and nobody swept since:
     -- from the start up to the floor, for calls committed below it while the drain ran.
     FOR v_lane IN 1 .. 3 LOOP
-        v_limit := p_batch_size - cardinality(v_ids);
+        v_limit := p_run.batch - cardinality(v_ids);
         IF v_lane = 1 THEN
             v_limit := v_limit - cardinality(v_retry_ids);
             v_lo_key := v_lanes.fresh_from;
@@ -130,7 +114,7 @@ BEGIN
             v_lo_id := v_lanes.backlog_id;
             v_hi_key := v_lanes.fresh_from;
         ELSE
-            CONTINUE WHEN v_full OR v_lanes.floor_key IS NULL OR v_lanes.floor_swept;
+            CONTINUE WHEN v_backlog."full" OR v_lanes.floor_key IS NULL OR v_lanes.floor_swept;
             v_lo_key := '-infinity';
             v_lo_id := c_uuid_max;
             v_hi_key := v_lanes.floor_key;
@@ -149,21 +133,14 @@ BEGIN
             v_keys := v_lane_key || v_keys;
             CONTINUE;
         ELSIF v_lane = 2 THEN
-            -- Where the floor may move: the first call the lane passed, else its last claim.
-            v_full := cardinality(v_lane_ids) = v_limit;
-            v_n_backlog := cardinality(v_lane_ids);
-            v_floor_key := NULL;
-            IF v_skipped > 0 THEN
-                SELECT x.due_key, x.call_id INTO v_floor_key, v_floor_id
-                  FROM messenger._reap_first_passed(v_status::text, v_lo_key, v_lo_id, v_upto_key, v_upto_id,
-                                                    v_lane_ids, v_lanes.quarantined) AS x;
-            END IF;
-            IF v_floor_key IS NULL AND cardinality(v_lane_ids) > 0 THEN
-                v_floor_key := v_lane_key[cardinality(v_lane_key)];
-                v_floor_id := v_lane_ids[cardinality(v_lane_ids)];
-            END IF;
+            v_backlog.ids := v_lane_ids;
+            v_backlog.keys := v_lane_key;
+            v_backlog.upto_key := v_upto_key;
+            v_backlog.upto_id := v_upto_id;
+            v_backlog.skipped := v_skipped;
+            v_backlog."full" := cardinality(v_lane_ids) = v_limit;
         ELSE
-            v_swept := cardinality(v_lane_ids) < v_limit AND v_skipped = 0;
+            v_backlog.swept := cardinality(v_lane_ids) < v_limit AND v_skipped = 0;
         END IF;
         v_ids := v_ids || v_lane_ids;
         v_started := v_started || v_lane_st;
@@ -174,9 +151,8 @@ BEGIN
     END IF;
 
     RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
-        p_run_id, p_phase, cardinality(v_ids), cardinality(v_retry_ids), skipped_locked;
-    v_close := messenger._reap_close(p_phase, p_run_id, p_as_of, p_timeout, v_ids, v_started, v_keys,
-                                     v_n_fresh, cardinality(v_retry_ids), p_budget, p_backoff, p_backoff_max);
+        p_run.run_id, p_run.phase, cardinality(v_ids), cardinality(v_retry_ids), skipped_locked;
+    v_close := messenger._reap_close(p_run, v_ids, v_started, v_keys, v_n_fresh, cardinality(v_retry_ids));
     reaped := v_close.reaped;
     poisoned := v_close.poisoned;
     deferred := v_close.deferred;
@@ -191,47 +167,32 @@ BEGIN
                             WHERE s.call_id = q.call_id AND s.status = v_status);
     END IF;
 
-    -- The floor: where the backlog lane stopped, or the first call left untried before that;
-    -- swept unless a full lane moved it (a cycle that started from the beginning, or swept,
-    -- walked everything below it).
-    IF v_close.first_deferred IS NOT NULL AND v_close.first_deferred <= v_n_fresh + cardinality(v_retry_ids) + v_n_backlog
-       AND (v_keys[v_close.first_deferred], v_ids[v_close.first_deferred]) < (v_floor_key, v_floor_id) THEN
-        v_floor_key := v_keys[v_close.first_deferred];
-        v_floor_id := v_ids[v_close.first_deferred];
+    -- The floor: _reap_save_floor places it from what the backlog lane and the close did; of
+    -- the calls left untried it needs the first one up to the backlog lane's end.
+    v_backlog.deferred := v_close.deferred;
+    IF v_close.first_deferred <= v_n_fresh + cardinality(v_retry_ids) + cardinality(v_backlog.ids) THEN
+        v_backlog.deferred_key := v_keys[v_close.first_deferred];
+        v_backlog.deferred_id := v_ids[v_close.first_deferred];
     END IF;
-    IF v_floor_key IS NULL THEN
-        v_floor_key := v_lanes.backlog_key;
-        v_floor_id := v_lanes.backlog_id;
-    END IF;
-    -- Kept only where it saves work: mid-drain, after a drain of c_keep_after calls, or past
-    -- many quarantined calls; otherwise no floor (the next cycle walks from the start).
-    v_passed := coalesce(v_lanes.floor_passed, 0) + v_n_backlog;
-    IF NOT (v_full OR v_passed >= c_keep_after OR v_lanes.over_quarantine) THEN
-        v_floor_key := '-infinity';
-    END IF;
-    PERFORM messenger._reap_save_floor(p_phase, v_floor_key, v_floor_id, v_lanes.floor_key, v_lanes.floor_id,
-                                       v_lanes.floor_swept, v_lanes.floor_stored, v_lanes.floor_reset_at,
-                                       NOT v_full AND v_close.deferred = 0
-                                       AND (v_lanes.floor_key IS NULL OR v_lanes.floor_swept OR v_swept),
-                                       v_passed, v_lanes.vacuums, p_run_id, p_as_of);
+    PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
 
     IF reaped > 0 THEN
         RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
-            p_run_id, p_phase,
-            (SELECT r.new_status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_phase),
-            (SELECT r.end_reason FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_phase),
+            p_run.run_id, p_run.phase,
+            (SELECT r.new_status FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_run.phase),
+            (SELECT r.end_reason FROM messenger.call_reaper_phases() AS r WHERE r.phase = p_run.phase),
             reaped, v_close.calls;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid) IS
+COMMENT ON FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run) IS
     'Private: one reaper phase (retry, fresh and backlog lanes claimed with SKIP LOCKED, closed by _reap_close, claim floor moved).';
-REVOKE ALL ON FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid)
+ALTER FUNCTION messenger._reap_phase(messenger.call_reaper_phase_run)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

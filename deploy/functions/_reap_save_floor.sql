@@ -2,68 +2,115 @@
 
 BEGIN;
 
--- Contract: leaves one phase's claim floor at (p_key, p_id), the position _reap_phase reached
--- (everything before it closed or quarantined). Writes only when something changed, so an idle
--- cycle over a trusted floor writes nothing:
---   * no position ('-infinity'): a stored floor is deleted (it failed its checks, or is not
---     worth keeping, and nothing replaced it);
---   * the trusted floor's own position and swept flag (p_floor_*): nothing;
+-- Contract: after a phase closed its batch, places the phase's claim floor
+-- (messenger.call_reaper_claim_floor) and writes it, inside the cycle's transaction.
+--   p_run      the phase's run (phase, run id, as_of)
+--   p_lanes    where its lanes lay (messenger._reap_lanes): the backlog start, the floor as
+--              stored and whether it was trusted (messenger._reap_floor_trusted), the VACUUM count
+--   p_outcome  what its backlog lane, sweep and close did (messenger.call_reaper_backlog_outcome)
+-- Where it stops: everything from the backlog lane's start up to the first of these is closed
+-- or quarantined, so the floor moves there:
+--   * the first call the lane passed, row-locked by another transaction
+--     (messenger._reap_first_passed, run only when it passed any: read in a later snapshot than
+--     the claim's, it finds that call or one committed since, earlier);
+--   * else the lane's last claimed call;
+--   * the first call the close left untried (its subtransaction budget spent), when earlier.
+-- With none of them (the lane claimed and passed nothing) it stays at the lane's start.
+-- Whether it is kept: only where it saves work, that is while full backlog lanes move it (mid-
+-- drain), once the backlog lanes closed c_keep_after calls from it (passed), or past 16
+-- quarantined calls (p_lanes.over_quarantine); otherwise there is no floor and the next cycle
+-- walks from the start.
+-- Swept: unless a full lane moved it or calls were left untried, once nothing below it can be
+-- missing: the cycle started from the beginning (no trusted floor), or it was swept already, or
+-- the sweep below it ran and found nothing left.
+-- The write, only when something changed, so an idle cycle over a trusted floor writes nothing:
+--   * no floor: a stored row is deleted (it failed its checks or is not worth keeping);
+--   * the trusted floor's own position and swept flag: nothing;
 --   * otherwise the row is written with its anchor (the call's started_at, so the check finds
---     it in one partition), the cycle's run id and as_of, and call_sessions' VACUUM count.
-CREATE OR REPLACE FUNCTION messenger._reap_save_floor(
-    p_phase      text,
-    p_key        timestamptz,
-    p_id         uuid,
-    p_floor_key  timestamptz,
-    p_floor_id   uuid,
-    p_floor_swept boolean,
-    p_stored     boolean,
-    p_reset_at   timestamptz,
-    p_swept      boolean,
-    p_passed     bigint,
-    p_vacuums    bigint,
-    p_run_id     uuid,
-    p_as_of      timestamptz)
+--     it in one partition), the cycle's run id and as_of, and call_sessions' VACUUM count; if
+--     the anchor went meanwhile, no floor rather than one no check can confirm.
+-- When a floor is trusted: messenger._reap_floor_trusted; a released quarantined call below it
+-- resets it: messenger._call_reaper_quarantine_released. docs/design.md, "The claim floor".
+-- Reworked after v1.2.0: it takes the phase's run, lanes and backlog outcome and decides the
+-- position, the keeping and the swept flag that _reap_phase decided before and passed in 13
+-- parameters; dropped and created (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz);
+CREATE FUNCTION messenger._reap_save_floor(
+    p_run     messenger.call_reaper_phase_run,
+    p_lanes   messenger.call_reaper_lanes,
+    p_outcome messenger.call_reaper_backlog_outcome)
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    c_keep_after constant integer := 1000;
+    v_n       constant integer := coalesce(cardinality(p_outcome.ids), 0);
+    v_key     timestamptz;
+    v_id      uuid;
+    v_passed  bigint;
+    v_swept   boolean;
 BEGIN
-    IF p_key = '-infinity' THEN
-        IF p_stored THEN
-            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+    IF p_outcome.skipped > 0 THEN
+        SELECT x.due_key, x.call_id INTO v_key, v_id
+          FROM messenger._reap_first_passed(p_lanes.status, p_lanes.backlog_key, p_lanes.backlog_id,
+                                            p_outcome.upto_key, p_outcome.upto_id, p_outcome.ids,
+                                            p_lanes.quarantined) AS x;
+    END IF;
+    IF v_key IS NULL AND v_n > 0 THEN
+        v_key := p_outcome.keys[v_n];
+        v_id := p_outcome.ids[v_n];
+    END IF;
+    IF (p_outcome.deferred_key, p_outcome.deferred_id) < (v_key, v_id) THEN
+        v_key := p_outcome.deferred_key;
+        v_id := p_outcome.deferred_id;
+    END IF;
+    IF v_key IS NULL THEN
+        v_key := p_lanes.backlog_key;
+        v_id := p_lanes.backlog_id;
+    END IF;
+    v_passed := coalesce(p_lanes.floor_passed, 0) + v_n;
+    IF NOT (p_outcome."full" OR v_passed >= c_keep_after OR p_lanes.over_quarantine) THEN
+        v_key := '-infinity';
+    END IF;
+    v_swept := NOT p_outcome."full" AND p_outcome.deferred = 0
+               AND (p_lanes.floor_key IS NULL OR p_lanes.floor_swept OR p_outcome.swept);
+
+    IF v_key = '-infinity' THEN
+        IF p_lanes.floor_stored THEN
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
         END IF;
         RETURN;
     END IF;
-    IF (p_key, p_id) = (p_floor_key, p_floor_id) AND p_swept IS NOT DISTINCT FROM p_floor_swept THEN
+    IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
         RETURN;
     END IF;
     INSERT INTO messenger.call_reaper_claim_floor AS f
            (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
-    SELECT p_phase, p_key, p_id, p_reset_at, p_as_of, p_run_id, s.started_at, p_vacuums, p_swept, p_passed
+    SELECT p_run.phase, v_key, v_id, p_lanes.floor_reset_at, p_run.as_of, p_run.run_id, s.started_at,
+           p_lanes.vacuums, v_swept, v_passed
       FROM messenger.call_sessions AS s
-     WHERE s.call_id = p_id
+     WHERE s.call_id = v_id
      LIMIT 1
     ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
        SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at,
            as_of = EXCLUDED.as_of, run_id = EXCLUDED.run_id,
            anchor_started_at = EXCLUDED.anchor_started_at, vacuums = EXCLUDED.vacuums,
            swept = EXCLUDED.swept, passed = EXCLUDED.passed;
-    IF NOT FOUND AND p_stored THEN
-        -- The anchor went meanwhile: no floor rather than one no check can confirm.
-        DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_phase;
+    IF NOT FOUND AND p_lanes.floor_stored THEN
+        DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
     END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz) IS
-    'Private: move, keep or delete one reaper phase''s claim floor; writes nothing when it did not change.';
-REVOKE ALL ON FUNCTION messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION messenger._reap_save_floor(messenger.call_reaper_phase_run, messenger.call_reaper_lanes, messenger.call_reaper_backlog_outcome) IS
+    'Private: where one reaper phase''s claim floor stops after a cycle, whether it is kept and swept, and its write (nothing when it did not change).';
+REVOKE ALL ON FUNCTION messenger._reap_save_floor(messenger.call_reaper_phase_run, messenger.call_reaper_lanes, messenger.call_reaper_backlog_outcome) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz)
+ALTER FUNCTION messenger._reap_save_floor(messenger.call_reaper_phase_run, messenger.call_reaper_lanes, messenger.call_reaper_backlog_outcome)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

@@ -50,8 +50,11 @@ BEGIN
 
     FOR v_rule IN SELECT * FROM messenger.call_reaper_phases() LOOP
         v_timeout := (to_jsonb(v_settings) ->> v_rule.timeout_setting)::interval;
-        v_lanes := messenger._reap_lanes(v_rule.phase, v_as_of, v_timeout, v_settings.polling_interval,
-                                         v_settings.poison_backoff_max, NULL);
+        -- A phase run as a cycle would set it up, with no run id, budget or previous run: only
+        -- the lanes are read (row type by name: the type's change comes later in the plan).
+        v_lanes := messenger._reap_lanes(ROW(v_rule.phase, NULL, v_as_of, v_timeout, v_batch,
+                                             v_settings.polling_interval, v_settings.poison_backoff,
+                                             v_settings.poison_backoff_max, NULL, NULL)::messenger.call_reaper_phase_run);
         v_status := v_lanes.status;
         RETURN QUERY
         WITH expired AS (

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval)'::regprocedure;
+SELECT 'messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer)'::regprocedure;
 
 ROLLBACK;

@@ -3,6 +3,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid)'::pg_catalog.regprocedure;
+SELECT 'messenger._reap_phase(messenger.call_reaper_phase_run)'::pg_catalog.regprocedure;
 
 ROLLBACK;

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz)'::regprocedure;
+SELECT 'messenger._reap_save_floor(messenger.call_reaper_phase_run, messenger.call_reaper_lanes, messenger.call_reaper_backlog_outcome)'::regprocedure;
 
 ROLLBACK;

@@ -1,0 +1,228 @@
+-- Deploy call_timeout_reaper:functions/_reap_cycle to pg
+
+BEGIN;
+
+-- Contract: one reaper cycle, what messenger.reap_call_timeouts(...) runs (see its header for
+-- the arguments, the lock, the ledger and the error classes), plus p_after_run: the run id of
+-- the previous cycle of the caller's drain or catch-up loop (messenger.drain_call_timeouts,
+-- messenger.run_call_reaper_ticks), whose claim floor this cycle may trust at the same as_of
+-- (_reap_lanes). NULL for a cycle run on its own.
+-- Counters: an idle cycle (completed, nothing closed, poisoned, passed or deferred) writes its
+-- ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
+-- folds it into messenger.call_reaper_counters (any busy cycle, or an idle one an hour after the
+-- last fold), so an idle cycle writes one row's worth of WAL.
+-- Who may steer it: every entry point (reap_call_timeouts, run_call_reaper_ticks, the drain, the
+-- Patroni callback) comes through here, so the rule is kept here once. A caller that is not an
+-- operator (a member of messenger_call_reaper_operator: the deploying role, a DBA it granted the
+-- role to, a superuser) runs only the configured cycle: any batch size, timeout or as_of raises
+-- 42501, and while the reaper is paused it closes nothing (result 'paused', no ledger row, no
+-- lock taken). The job role is such a caller: its credential, in pg_cron or in every replica of
+-- an app-side loop, cannot close live calls early or run through a pause. p_after_run is not an
+-- override: without an as_of the cycle's as_of is the clock, always later than a floor's, so
+-- the floor is checked as for any cycle. The caller is the session's role (SET ROLE, else the
+-- login): inside a SECURITY DEFINER routine current_user is the owner, and the role GUC and
+-- session_user are what the session itself chose.
+-- SECURITY DEFINER like the reaper: the job role runs it through run_call_reaper_ticks.
+CREATE OR REPLACE FUNCTION messenger._reap_cycle(
+    p_batch_size    integer,
+    p_ring_timeout  interval,
+    p_stale_timeout interval,
+    p_as_of         timestamptz,
+    p_after_run     uuid)
+RETURNS messenger.call_reaper_cycle
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    c_lock_key constant bigint := messenger.call_reaper_lock_key();
+    c_subxact_budget constant integer := 64;
+    c_fold_every constant interval := interval '1 hour';
+    v_started  constant timestamptz := clock_timestamp();
+    v_settings messenger.call_reaper_settings;
+    v_out      messenger.call_reaper_cycle;
+    v_batch    integer;
+    v_ring     interval;
+    v_stale    interval;
+    v_ring_res record;
+    v_stale_res record;
+    v_lags     double precision[] := '{}'::double precision[];
+    v_seconds  double precision;
+    v_state    text;
+    v_message  text;
+    v_subxacts integer;
+    v_deferred integer := 0;
+    v_idle     boolean;
+    v_caller   text;
+BEGIN
+    SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
+    v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
+    IF NOT pg_catalog.pg_has_role(v_caller, 'messenger_call_reaper_operator', 'USAGE') THEN
+        IF p_batch_size IS NOT NULL OR p_ring_timeout IS NOT NULL OR p_stale_timeout IS NOT NULL
+           OR p_as_of IS NOT NULL THEN
+            RAISE EXCEPTION 'role % may run only the configured reaper cycle: batch_size, ring_timeout, stale_timeout and as_of are operator arguments', v_caller
+                USING ERRCODE = '42501',
+                      HINT = 'Run messenger.reap_call_timeouts() with no arguments, or run the DBA verbs (reap_call_timeouts(...), run_call_reaper_ticks(as_of => ...), drain_call_timeouts(...)) as the deploying role or a member of messenger_call_reaper_operator.';
+        END IF;
+        IF v_settings.paused THEN
+            v_out.lock_acquired := false;
+            v_out.missed_count := 0;
+            v_out.failed_count := 0;
+            v_out.skipped_locked_count := 0;
+            v_out.poisoned_count := 0;
+            v_out.as_of := v_started;
+            v_out.result := 'paused';
+            v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
+            RAISE LOG 'call_reaper event=cycle_skipped reason=paused role=%', v_caller;
+            RETURN v_out;
+        END IF;
+    END IF;
+    v_batch := coalesce(p_batch_size, v_settings.batch_size);
+    v_ring  := coalesce(p_ring_timeout, v_settings.ring_timeout);
+    v_stale := coalesce(p_stale_timeout, v_settings.stale_timeout);
+    v_out.as_of := coalesce(p_as_of, v_started);
+    PERFORM messenger._check_reaper_options(v_batch, v_ring, v_stale, v_out.as_of);
+
+    -- Time-ordered (the UUIDv7 layout: 48 bits of milliseconds, version 7, random): each run's
+    -- ledger key lands on the last page of call_reaper_runs_pkey, so after a checkpoint one
+    -- full-page image covers the next cycles' entries, instead of one image per cycle for a
+    -- random key (about 8 KB of an idle cycle's WAL).
+    v_out.run_id := encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                               PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                               FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
+    v_out.missed_count := 0;
+    v_out.failed_count := 0;
+    v_out.skipped_locked_count := 0;
+    v_out.poisoned_count := 0;
+    v_out.lock_acquired := pg_try_advisory_xact_lock(c_lock_key);
+
+    IF NOT v_out.lock_acquired THEN
+        v_out.result := 'skipped';
+        v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
+        INSERT INTO messenger.call_reaper_runs
+               (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size,
+                ring_timeout, stale_timeout, duration_ms)
+        VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, false, v_batch,
+                v_ring, v_stale, v_out.duration_ms);
+        RAISE LOG 'call_reaper event=cycle_skipped run_id=% reason=lock_busy', v_out.run_id;
+        RETURN v_out;
+    END IF;
+
+    PERFORM set_config('idle_in_transaction_session_timeout',
+                       (extract(epoch FROM v_settings.lock_ttl) * 1000)::bigint::text, true);
+    -- to_json: ISO 8601 without spaces whatever the session's DateStyle, so the line stays
+    -- key=value.
+    RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
+        to_json(v_out.as_of) #>> '{}';
+
+    -- This block is the cycle's first subtransaction; the phases share the rest of the budget,
+    -- phase 1 at most half, so poison in phase 1 never starves phase 2 of attempts.
+    BEGIN
+        SELECT * INTO STRICT v_ring_res
+          FROM messenger._reap_phase('ring_timeout', v_out.run_id, v_out.as_of, v_ring, v_batch,
+                                     v_settings.polling_interval, v_settings.poison_backoff,
+                                     v_settings.poison_backoff_max, (c_subxact_budget - 1) / 2, p_after_run);
+        SELECT * INTO STRICT v_stale_res
+          FROM messenger._reap_phase('stale_answered', v_out.run_id, v_out.as_of, v_stale, v_batch,
+                                     v_settings.polling_interval, v_settings.poison_backoff,
+                                     v_settings.poison_backoff_max,
+                                     c_subxact_budget - 1 - v_ring_res.subtransactions, p_after_run);
+        v_out.missed_count := v_ring_res.reaped;
+        v_out.failed_count := v_stale_res.reaped;
+        v_out.skipped_locked_count := v_ring_res.skipped_locked + v_stale_res.skipped_locked;
+        v_out.poisoned_count := v_ring_res.poisoned + v_stale_res.poisoned;
+        v_lags := v_ring_res.lag_seconds || v_stale_res.lag_seconds;
+        v_subxacts := 1 + v_ring_res.subtransactions + v_stale_res.subtransactions;
+        v_deferred := v_ring_res.deferred + v_stale_res.deferred;
+        v_out.result := 'completed';
+    EXCEPTION WHEN OTHERS THEN
+        -- Both phases are rolled back; the run is still recorded and counted below.
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
+        v_out.result := 'failed';
+        -- The message is quoted (JSON string) so the line stays key=value; DETAIL, which can
+        -- carry row values, is never logged.
+        RAISE WARNING 'call_reaper event=cycle_rolled_back run_id=% sqlstate=% message=%',
+            v_out.run_id, v_state, to_json(v_message);
+    END;
+
+    v_seconds := extract(epoch FROM clock_timestamp() - v_started)::double precision;
+    v_out.duration_ms := round((v_seconds * 1000)::numeric, 3);
+
+    INSERT INTO messenger.call_reaper_runs
+           (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout,
+            stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
+            duration_ms, subtransactions, deferred_count, error_sqlstate, error_message)
+    VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch, v_ring,
+            v_stale, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
+            v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred, v_state, v_message);
+
+    -- An idle cycle (it changed nothing and passed nothing) leaves only its ledger row:
+    -- call_reaper_metrics counts it from there until a later cycle folds it in here (the row's
+    -- new version would be most of an idle cycle's WAL). Any other cycle, and an idle one once
+    -- c_fold_every after the last fold, folds the idle runs since then and itself.
+    -- By its key: without a WHERE the update reads every page of the one-row table, and while
+    -- any snapshot holds the row's old versions the table grows by a page every few hundred
+    -- cycles; by key it reads a few.
+    v_idle := v_out.result = 'completed' AND v_out.missed_count + v_out.failed_count + v_out.poisoned_count
+              + v_out.skipped_locked_count + v_deferred = 0;
+    WITH idle AS (
+        -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
+        -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
+        -- and probed the counters row once per run (pgTAP ledger_fold_cost).
+        SELECT r.duration_ms::double precision / 1000 AS seconds
+          FROM messenger.call_reaper_runs AS r
+         WHERE r.started_at > (SELECT c.idle_folded_through FROM messenger.call_reaper_counters AS c WHERE c.singleton)
+           AND r.started_at < v_started
+           AND r.lock_acquired AND r.result = 'completed'
+    ), runs AS (
+        SELECT v_seconds AS seconds
+        UNION ALL
+        SELECT i.seconds FROM idle AS i
+    )
+    UPDATE messenger.call_reaper_counters AS k
+       SET runs_completed = k.runs_completed + (v_out.result = 'completed')::integer
+                            + (SELECT count(*) FROM idle),
+           runs_rolled_back = k.runs_rolled_back + (v_out.result = 'failed')::integer,
+           items_missed   = k.items_missed + v_out.missed_count,
+           items_failed   = k.items_failed + v_out.failed_count,
+           items_poisoned = k.items_poisoned + v_out.poisoned_count,
+           skip_locked    = k.skip_locked + v_out.skipped_locked_count,
+           errors         = k.errors + v_out.poisoned_count + (v_out.result = 'failed')::integer,
+           cycle_duration_buckets = ARRAY(
+               SELECT b.n + (SELECT count(*) FROM runs AS r WHERE r.seconds <= b.le)
+                 FROM unnest(k.cycle_duration_buckets, k.cycle_duration_bounds) WITH ORDINALITY AS b (n, le, i)
+                ORDER BY b.i),
+           cycle_duration_count = k.cycle_duration_count + (SELECT count(*) FROM runs),
+           cycle_duration_sum   = k.cycle_duration_sum + (SELECT sum(r.seconds) FROM runs AS r),
+           reap_lag_buckets = ARRAY(
+               SELECT b.n + (SELECT count(*) FROM unnest(v_lags) AS l (s) WHERE l.s <= b.le)
+                 FROM unnest(k.reap_lag_buckets, k.reap_lag_bounds) WITH ORDINALITY AS b (n, le, i)
+                ORDER BY b.i),
+           reap_lag_count = k.reap_lag_count + cardinality(v_lags),
+           reap_lag_sum   = k.reap_lag_sum + coalesce((SELECT sum(l.s) FROM unnest(v_lags) AS l (s)), 0),
+           last_run_at     = clock_timestamp(),
+           last_success_at = CASE WHEN v_out.result = 'completed' THEN clock_timestamp() ELSE k.last_success_at END,
+           idle_folded_through = v_started
+     WHERE k.singleton
+       AND (NOT v_idle OR k.idle_folded_through < v_started - c_fold_every);
+
+    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=%',
+        v_out.run_id, v_out.result, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
+        v_out.poisoned_count, v_deferred, coalesce(v_subxacts::text, 'unknown'), v_out.duration_ms;
+    RETURN v_out;
+END
+$$;
+
+COMMENT ON FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) IS
+    'Private: one reaper cycle (messenger.reap_call_timeouts), optionally the next cycle of a drain or catch-up loop. Arguments, and a cycle while paused, are for members of messenger_call_reaper_operator (42501 / result paused otherwise).';
+REVOKE ALL ON FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+GRANT EXECUTE ON FUNCTION messenger._reap_cycle(integer, interval, interval, timestamptz, uuid) TO messenger_call_reaper;
+
+COMMIT;

@@ -1,0 +1,54 @@
+-- Deploy call_timeout_reaper:functions/_reap_floor_trusted to pg
+
+BEGIN;
+
+-- Contract: whether a cycle may start a phase's backlog lane at p_floor, the phase's stored
+-- claim floor (messenger.call_reaper_claim_floor; a row of NULLs when there is none), read-only.
+-- The floor is a hint: it is trusted only when every check holds, each one comparison or one
+-- primary-key probe (docs/design.md, "The claim floor"):
+--   (a) the cycle's as_of is later than the as_of of the cycle that set it, or equal when the
+--       cycle is the next one of the setter's drain or catch-up loop (p_run.after_run is the
+--       setter's run id): a test or a DBA repeating an as_of may have written calls below it at
+--       that very instant;
+--   (b) the cycle's as_of is less than p_run.backoff_max past the floor's reset_at: what a
+--       floor can hide waits that long at most;
+--   (c) the call it was set at (its anchor) still exists: TRUNCATE, DELETE or a restore changed
+--       what lies below it otherwise;
+--   (d) call_sessions has not been vacuumed since (p_vacuums is its VACUUM count now): VACUUM
+--       removed the dead entries it steps over, so it saves nothing any more.
+-- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
+-- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
+-- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
+-- it inherits: a SET clause of its own would cost every call a GUC save and restore.
+CREATE OR REPLACE FUNCTION messenger._reap_floor_trusted(
+    p_run     messenger.call_reaper_phase_run,
+    p_floor   messenger.call_reaper_claim_floor,
+    p_vacuums bigint)
+RETURNS boolean
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- Never NULL: a cycle from no loop (after_run NULL) at the setter's as_of is a plain no.
+    RETURN p_floor.phase IS NOT NULL
+        AND (p_run.as_of > p_floor.as_of
+             OR (p_run.as_of = p_floor.as_of AND coalesce(p_floor.run_id = p_run.after_run, false)))
+        AND p_run.as_of < p_floor.reset_at + p_run.backoff_max
+        AND p_floor.vacuums = p_vacuums
+        AND EXISTS (SELECT FROM messenger.call_sessions AS s
+                     WHERE s.call_id = p_floor.call_id AND s.started_at = p_floor.anchor_started_at);
+END
+$$;
+
+COMMENT ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) IS
+    'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(d): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since).';
+REVOKE ALL ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint)
+    OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+
+COMMIT;

@@ -1,0 +1,7 @@
+-- Revert call_timeout_reaper:functions/_reap_floor_trusted from pg
+
+BEGIN;
+
+DROP FUNCTION IF EXISTS messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint);
+
+COMMIT;

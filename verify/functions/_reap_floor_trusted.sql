@@ -1,0 +1,8 @@
+-- Verify call_timeout_reaper:functions/_reap_floor_trusted on pg
+-- That it exists (the cast raises otherwise); its grants: tests/pgtap/privileges.sql.
+
+BEGIN;
+
+SELECT 'messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint)'::pg_catalog.regprocedure;
+
+ROLLBACK;
