@@ -16,6 +16,8 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -125,6 +127,19 @@ def create_product_database(admin: psycopg.Connection, name: str, types: str = "
     psql(name, "-v", f"types={types}", "-v", f"partitioned={'on' if partitioned else 'off'}",
          "-f", str(ROOT / "stand-in" / "messenger_service.sql"))
     return dsn_for(name)
+
+
+@contextmanager
+def deployed_without_cron(dsn: str, name: str) -> Iterator[psycopg.Connection]:
+    """A fresh database holding the stand-in tables and the reaper deployed without pg_cron
+    (`--set scheduler=none`), connected as the suite's superuser; dropped afterwards."""
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        product_dsn = create_product_database(admin, name, "text")
+    sqitch("deploy", name, "--set", "scheduler=none")
+    with psycopg.connect(product_dsn, autocommit=True) as conn:
+        yield conn
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        drop_product_database(admin, name)
 
 
 def partman_job_name(database: str) -> str:

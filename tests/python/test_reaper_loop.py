@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from adoption_support import ROOT, create_product_database, sqitch
+from adoption_support import ROOT, deployed_without_cron
 from psycopg import sql
 from reaper_facts import JOB_ROLE, LOCK_ROW_SQL
 
@@ -36,13 +36,8 @@ INTERVAL_S = 2
 @pytest.fixture(scope="module")
 def nocron(dsn: str) -> Iterator[psycopg.Connection]:
     """A database holding the product's stand-in tables and the reaper, deployed without pg_cron."""
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        product_dsn = create_product_database(admin, DB, "text")
-    sqitch("deploy", DB, "--set", "scheduler=none")
-    with psycopg.connect(product_dsn, autocommit=True) as conn:
+    with deployed_without_cron(dsn, DB) as conn:
         yield conn
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(DB)))
 
 
 @pytest.fixture

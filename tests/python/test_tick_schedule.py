@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from adoption_support import create_product_database, drop_product_database, sqitch
+from adoption_support import deployed_without_cron
 from reaper_facts import JOB_ROLE
 
 DB = "tick_schedule"
@@ -22,13 +22,8 @@ DB = "tick_schedule"
 
 @pytest.fixture(scope="module")
 def product(dsn: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        product_dsn = create_product_database(admin, DB, "text")
-    sqitch("deploy", DB, "--set", "scheduler=none")
-    with psycopg.connect(product_dsn, autocommit=True) as conn:
+    with deployed_without_cron(dsn, DB) as conn:
         yield conn
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        drop_product_database(admin, DB)
 
 
 def test_a_job_recorded_on_a_schedule_in_seconds_runs_one_cycle_per_call(product):
