@@ -11,8 +11,18 @@
 --   * no NOT NULL column of realtime_outbox that the reaper's INSERT leaves to a default
 --     without having one, and no generated column among those the reaper writes;
 --   * the scheduler variable is pg_cron or none (sqitch deploy --set scheduler=none).
--- No transaction of its own: it is read-only, takes no lock a writer waits for, and
--- verify/requires/messenger_tables.sql includes it to run the same check.
+-- Then, the check passed, it records in messenger.call_reaper_found (the deploying role's table,
+-- no grant to anyone) what the later released scripts overwrite on objects that are not the
+-- reaper's: for each of the reaper's four role names, whether the role exists, its ACL entries on
+-- schemas messenger and cron, call_sessions, realtime_outbox, their columns and sequences, and
+-- its settings (for every database and for this one). The reverts give those back
+-- (README, "Deploy into an existing database"). Edited after its release, as the one
+-- exception tests/released-deploy.sha256 names: a database that ran the released file never
+-- runs it again and has no snapshot (its reverts do what they did); a fresh deploy makes the
+-- same objects plus this table.
+-- No transaction of its own: the check is read-only and takes no lock a writer waits for, the
+-- snapshot is one statement, and verify/requires/messenger_tables.sql includes this file to run
+-- the same check (call_reaper_check_only: without the snapshot).
 
 SELECT pg_catalog.set_config('call_reaper.scheduler', :'scheduler', false) AS scheduler_checked \gset
 
@@ -116,7 +126,9 @@ BEGIN
     IF pg_catalog.to_regclass('messenger.call_sessions') IS NOT NULL
        AND NOT EXISTS (
            SELECT FROM pg_catalog.pg_index AS i
-            WHERE i.indrelid = 'messenger.call_sessions'::pg_catalog.regclass
+            -- to_regclass, not a ::regclass cast: a constant cast is folded when the query is
+            -- planned, and without schema messenger it raised 3F000 before the list below.
+            WHERE i.indrelid = pg_catalog.to_regclass('messenger.call_sessions')
               AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
               AND (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attname)
                      FROM pg_catalog.pg_attribute AS a
@@ -135,3 +147,114 @@ BEGIN
     END IF;
 END
 $$;
+
+-- What the later released scripts overwrite on objects that are not the reaper's, found before
+-- any of them runs (verify/requires/messenger_tables.sql sets call_reaper_check_only and stops
+-- at the check above). One statement, so it is taken whole or not at all.
+\if :{?call_reaper_check_only}
+\else
+DO $$
+DECLARE
+    r record;
+BEGIN
+    IF pg_catalog.to_regclass('messenger.call_reaper_found') IS NOT NULL THEN
+        RAISE EXCEPTION 'messenger.call_reaper_found is left from an earlier deploy; nothing was changed'
+            USING ERRCODE = '55000',
+                  DETAIL = 'It lists what the reaper''s role names held before that deploy, and only its revert removes it.',
+                  HINT = 'Check it against the roles and grants as they are now, then DROP TABLE messenger.call_reaper_found and deploy again.';
+    END IF;
+    CREATE TABLE messenger.call_reaper_found (
+        role        name NOT NULL CHECK (role IN ('messenger_call_reaper', 'messenger_call_reaper_owner',
+                                                  'messenger_call_reaper_monitor', 'messenger_call_reaper_operator')),
+        kind        text NOT NULL CHECK (kind IN ('role', 'grant', 'setting')),
+        -- grant: SCHEMA, TABLE or SEQUENCE; setting: '' (every database) or DATABASE
+        object_type text NOT NULL DEFAULT '' CHECK (object_type IN ('', 'SCHEMA', 'TABLE', 'SEQUENCE', 'DATABASE')),
+        object_name text NOT NULL DEFAULT '',   -- the schema, the relation (regclass) or the database
+        column_name text NOT NULL DEFAULT '',   -- a column's grant: its column
+        item        text NOT NULL DEFAULT '',   -- grant: the privilege; setting: its name
+        grantor     text NOT NULL DEFAULT '',   -- grant: the role that granted it
+        grantable   boolean,                    -- grant: held WITH GRANT OPTION
+        value       text,                       -- setting: its value, NULL where the role had none
+        PRIMARY KEY (role, kind, object_type, object_name, column_name, item, grantor)
+    );
+    COMMENT ON TABLE messenger.call_reaper_found IS
+        'The reaper''s role names as found before its first deploy here (existence, grants on the product''s schemas and tables, role settings): the reverts give these back.';
+    -- Owner only, whatever default privileges the schema has: a row here is given back by the
+    -- revert, so no role the deploy creates or the product's may write one.
+    FOR r IN SELECT DISTINCT x.grantee
+               FROM pg_catalog.pg_class AS c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) AS x
+              WHERE c.oid = 'messenger.call_reaper_found'::pg_catalog.regclass AND x.grantee <> c.relowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON messenger.call_reaper_found FROM %s',
+            CASE r.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r.grantee)) END);
+    END LOOP;
+
+    INSERT INTO messenger.call_reaper_found (role, kind)
+    SELECT a.rolname, 'role'
+      FROM pg_catalog.pg_roles AS a
+     WHERE a.rolname IN ('messenger_call_reaper', 'messenger_call_reaper_owner',
+                         'messenger_call_reaper_monitor', 'messenger_call_reaper_operator');
+
+    -- Their ACL entries on schemas messenger and cron, the two tables, their columns and the
+    -- sequences the tables own (serial or identity).
+    WITH tables AS (
+        SELECT c.oid FROM pg_catalog.pg_class AS c
+         WHERE c.oid IN (pg_catalog.to_regclass('messenger.call_sessions'), pg_catalog.to_regclass('messenger.realtime_outbox'))
+    ), acls (object_type, object_name, column_name, acl) AS (
+        SELECT 'SCHEMA', n.nspname::text, '', n.nspacl
+          FROM pg_catalog.pg_namespace AS n WHERE n.nspname IN ('messenger', 'cron')
+        UNION ALL
+        SELECT 'TABLE', 'messenger.' || pg_catalog.quote_ident(c.relname), '', c.relacl
+          FROM pg_catalog.pg_class AS c WHERE c.oid IN (SELECT t.oid FROM tables AS t)
+        UNION ALL
+        SELECT 'TABLE', 'messenger.' || pg_catalog.quote_ident(c.relname), a.attname::text, a.attacl
+          FROM pg_catalog.pg_attribute AS a JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
+         WHERE a.attrelid IN (SELECT t.oid FROM tables AS t) AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL
+        SELECT 'SEQUENCE', pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(s.relname), '', s.relacl
+          FROM pg_catalog.pg_class AS s
+          JOIN pg_catalog.pg_namespace AS n ON n.oid = s.relnamespace
+          JOIN pg_catalog.pg_depend AS d
+            ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.objid = s.oid
+           AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.deptype IN ('a', 'i')
+         WHERE s.relkind = 'S' AND d.refobjid IN (SELECT t.oid FROM tables AS t)
+    )
+    INSERT INTO messenger.call_reaper_found (role, kind, object_type, object_name, column_name, item, grantor, grantable)
+    SELECT a.rolname, 'grant', o.object_type, o.object_name, o.column_name, x.privilege_type,
+           pg_catalog.pg_get_userbyid(x.grantor), x.is_grantable
+      FROM acls AS o
+     CROSS JOIN LATERAL pg_catalog.aclexplode(o.acl) AS x
+      JOIN pg_catalog.pg_roles AS a ON a.oid = x.grantee
+     WHERE a.rolname IN ('messenger_call_reaper', 'messenger_call_reaper_owner',
+                         'messenger_call_reaper_monitor', 'messenger_call_reaper_operator');
+
+    -- Their settings for every database and for this one: each one they had, and the timeouts
+    -- the deploy sets (NULL where the role had none, so the revert resets it).
+    WITH levels (setdatabase, object_type, object_name) AS (
+        VALUES (0::pg_catalog.oid, '', ''),
+               ((SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = pg_catalog.current_database()),
+                'DATABASE', pg_catalog.current_database()::text)
+    ), found AS (
+        SELECT s.setrole, s.setdatabase, pg_catalog.split_part(e.entry, '=', 1) AS item,
+               pg_catalog.substr(e.entry, pg_catalog.strpos(e.entry, '=') + 1) AS value
+          FROM pg_catalog.pg_db_role_setting AS s CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS e (entry)
+    ), items AS (
+        SELECT f.setrole, f.setdatabase, f.item FROM found AS f
+        UNION
+        SELECT a.oid, l.setdatabase, t.item
+          FROM pg_catalog.pg_roles AS a CROSS JOIN levels AS l
+         CROSS JOIN pg_catalog.unnest(CASE WHEN pg_catalog.current_setting('server_version_num')::integer >= 170000
+                                           THEN '{statement_timeout,idle_in_transaction_session_timeout,transaction_timeout}'::text[]
+                                           ELSE '{statement_timeout,idle_in_transaction_session_timeout}'::text[] END) AS t (item)
+    )
+    INSERT INTO messenger.call_reaper_found (role, kind, object_type, object_name, item, value)
+    SELECT a.rolname, 'setting', l.object_type, l.object_name, i.item, f.value
+      FROM items AS i
+      JOIN levels AS l ON l.setdatabase = i.setdatabase
+      JOIN pg_catalog.pg_roles AS a ON a.oid = i.setrole
+      LEFT JOIN found AS f ON (f.setrole, f.setdatabase, f.item) = (i.setrole, i.setdatabase, i.item)
+     WHERE a.rolname IN ('messenger_call_reaper', 'messenger_call_reaper_owner',
+                         'messenger_call_reaper_monitor', 'messenger_call_reaper_operator');
+END
+$$;
+\endif

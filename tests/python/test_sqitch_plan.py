@@ -13,7 +13,9 @@
 - every released deploy script (of a change planned before the last tag) is byte for byte the
   one tests/released-deploy.sha256 lists: a deployed database never runs it again, so an edit
   would reach fresh deploys only (released revert scripts may change, README "Changing the
-  schema").
+  schema"). The one exception, RELEASED_DEPLOY_EXCEPTIONS, is an edit a database that ran the
+  old file does not need and that only makes a fresh deploy leave more of the product as found;
+  its line in the file is preceded by `# exception <path> was <old sha256>: <why>`.
 """
 
 import hashlib
@@ -408,13 +410,45 @@ def test_object_spellings_see_what_they_must():
     assert "reap_call_timeouts" not in reaches("_reap_apply", texts)
 
 
-def test_released_deploy_scripts_are_unchanged():
-    """sha256sum format: '<hex>  deploy/<stem>.sql'. A released change's scripts move to
-    <name>@<tag>.sql when it is reworked, so a listed deploy/<name>.sql is also found there."""
-    listed = {}
+# Released deploy scripts edited after their release, each with why a database that ran the old
+# file is unaffected (README "Changing the schema": the exception to "never edited").
+RELEASED_DEPLOY_EXCEPTIONS = {
+    "deploy/requires/messenger_tables.sql":
+        "the first script: its snapshot (messenger.call_reaper_found) of what the later released "
+        "scripts overwrite can be taken nowhere else; a database deployed before has none and "
+        "reverts as it did",
+}
+
+
+def released_deploy_listing() -> tuple[dict[str, str], dict[str, str]]:
+    """(path -> sha256, excepted path -> its sha256 at release) from tests/released-deploy.sha256:
+    sha256sum lines, and `# exception <path> was <hex>: <why>` comments (other comments skipped)."""
+    listed, excepted = {}, {}
     for line in RELEASED_DEPLOY.read_text().splitlines():
+        if line.startswith("#"):
+            if m := re.match(r"# exception (\S+) was ([0-9a-f]{64}):", line):
+                excepted[m.group(1)] = m.group(2)
+            continue
         digest, path = line.split(maxsplit=1)
         listed[path.strip()] = digest
+    return listed, excepted
+
+
+def test_released_deploy_exceptions_are_the_named_ones():
+    # An edit of a released deploy script is allowed only where this lint names it: the file
+    # says which ones it lets through, and the lint says why.
+    listed, excepted = released_deploy_listing()
+    assert sorted(excepted) == sorted(RELEASED_DEPLOY_EXCEPTIONS), \
+        f"released deploy scripts edited after their release: {sorted(excepted)}; the lint allows {sorted(RELEASED_DEPLOY_EXCEPTIONS)}"
+    for path, was in excepted.items():
+        assert path in listed and listed[path] != was, f"{path}: the exception needs its old and new sha256"
+
+
+def test_released_deploy_scripts_are_unchanged():
+    """sha256sum format: '<hex>  deploy/<stem>.sql'. A released change's scripts move to
+    <name>@<tag>.sql when it is reworked, so a listed deploy/<name>.sql is also found there.
+    The files of RELEASED_DEPLOY_EXCEPTIONS are pinned at their edited bytes."""
+    listed, _ = released_deploy_listing()
     problems = []
     for stem in released_stems():
         path = f"deploy/{stem}.sql"
