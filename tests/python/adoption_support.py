@@ -112,6 +112,26 @@ SELECT 'column grant to ' || r.rolname FROM pg_attribute AS att
 """
 
 
+# What a deploy may not leave changed on the reaper's roles when it is refused, and a revert must
+# give back: their attributes, memberships both ways and settings, one line each.
+ROLE_FACTS_SQL = r"""
+SELECT format('role %s super=%s bypassrls=%s replication=%s login=%s', r.rolname, r.rolsuper,
+              r.rolbypassrls, r.rolreplication, r.rolcanlogin)
+  FROM pg_roles AS r WHERE r.rolname LIKE 'messenger\_call\_reaper%'
+UNION ALL
+SELECT format('member %s of %s', pg_get_userbyid(m.member), pg_get_userbyid(m.roleid))
+  FROM pg_auth_members AS m
+ WHERE pg_get_userbyid(m.member) LIKE 'messenger\_call\_reaper%' OR pg_get_userbyid(m.roleid) LIKE 'messenger\_call\_reaper%'
+UNION ALL
+SELECT format('setting %s %s %s', s.setdatabase, pg_get_userbyid(s.setrole), s.setconfig)
+  FROM pg_db_role_setting AS s WHERE pg_get_userbyid(s.setrole) LIKE 'messenger\_call\_reaper%'
+"""
+
+
+def role_facts(conn: psycopg.Connection) -> list[str]:
+    return sorted(str(r[0]) for r in conn.execute(ROLE_FACTS_SQL))
+
+
 def dsn_for(database: str, **params: str) -> str:
     """The PG* variables' server, another database (and user)."""
     return make_conninfo("", dbname=database, **params)
