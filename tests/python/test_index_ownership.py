@@ -457,3 +457,23 @@ def test_a_stopped_fresh_due_index_build_is_undone_without_queueing_writers(conn
           f" a writer: longest writer wait {max(load.waits) * 1000:.0f} ms over {len(load.waits)} statements")
     assert load.lock_timeouts == 0, f"{load.lock_timeouts} writer statements hit lock_timeout = 250ms"
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+def test_a_fresh_partitioned_deploy_queues_no_writer_past_a_short_lock_wait(conn):
+    """A fresh deploy runs the released ix_call_due script first. Its ON ONLY (a SHARE lock on the
+    parent) and its ATTACHes wait 100 ms at a time for the product's locks: the product's 3 s hold
+    starts afresh when call_due_key appears (the change just before), so one long wait would
+    queue every writer (lock_timeout 250 ms) behind nearly all of it."""
+    db = "idx_fresh_partitioned_locks"
+    dsn = product_db(conn, db, True, calls=100_000)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        deploy = under_product_load(
+            dsn, lambda: sqitch("deploy", db, *NO_CRON), lock_timeout="250ms",
+            renew_when="SELECT to_regprocedure('messenger.call_due_key(anyelement, timestamptz, timestamptz)') IS NOT NULL")
+        sqitch("verify", db, *NO_CRON)
+        calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
+    print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"
+          f" fresh deploy {deploy[3]:.1f} s, longest writer wait {deploy[0] * 1000:.0f} ms over {deploy[2]} statements")
+    assert deploy[1] == 0, f"{deploy[1]} writer statements hit lock_timeout = 250ms during the fresh deploy"
+    assert deploy[2] > 100
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
