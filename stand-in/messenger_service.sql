@@ -12,6 +12,7 @@
 --   psql -v ON_ERROR_STOP=1 -f stand-in/messenger_service.sql              (text + CHECK)
 --   psql -v ON_ERROR_STOP=1 -v types=enum -f stand-in/messenger_service.sql (enum types)
 --   psql -v ON_ERROR_STOP=1 -v partitioned=on -f stand-in/messenger_service.sql
+--   psql -v ON_ERROR_STOP=1 -v citus=on -f stand-in/messenger_service.sql   (on a Citus coordinator)
 --
 -- partitioned=on (with either types) makes call_sessions the way a service partitions it in its
 -- own migration: range-partitioned by month of started_at (UTC months) and handed to pg_partman
@@ -22,6 +23,15 @@
 -- owns the table (making partitions takes that) and LOGs in, which pg_cron requires of a job's
 -- role. It is scheduled from cron.database_name, this database or another one; a server
 -- without pg_cron is refused (55000). Nothing of the reaper's does any of this.
+--
+-- citus=on (with either types; not with partitioned=on) distributes both tables the way a
+-- service on Citus does (docs/citus.md): run on the coordinator of a database where the citus
+-- extension exists on every node (55000 otherwise). call_sessions is distributed by call_id in
+-- -v shard_count=N shards (default 32); realtime_outbox by reference_id (the call), colocated
+-- with it, so a call's row and its outbox rows live on one node. A distributed table's unique
+-- keys must hold its distribution column, so the outbox's primary key is (reference_id, id)
+-- instead of (id); everything else is as in the plain variant. Untested in make test (it needs
+-- Citus); docs/citus.md says how it was checked.
 --
 -- Run it as a role that may create roles and the schema (a superuser in the project's
 -- throwaway clusters). The reaper's own Sqitch plan (sqitch.plan) never runs it.
@@ -39,12 +49,22 @@ SELECT :'types' = 'enum' AS enum_types \gset
 \else
 \set premake 3
 \endif
-SELECT :'partitioned'::boolean AS partitioned, pg_catalog.current_database() AS product_database,
+\if :{?citus}
+\else
+\set citus off
+\endif
+\if :{?shard_count}
+\else
+\set shard_count 32
+\endif
+SELECT :'partitioned'::boolean AS partitioned, :'citus'::boolean AS citus,
+       pg_catalog.current_database() AS product_database,
        coalesce(pg_catalog.current_setting('cron.database_name', true), '') AS cron_database \gset
 
 BEGIN;
 -- A DO block cannot read psql variables.
 SET LOCAL stand_in.partitioned = :'partitioned';
+SET LOCAL stand_in.citus = :'citus';
 
 DO $$
 BEGIN
@@ -55,6 +75,17 @@ BEGIN
     IF current_setting('stand_in.partitioned')::boolean AND current_setting('cron.database_name', true) IS NULL THEN
         RAISE EXCEPTION 'partitioned=on: pg_partman''s maintenance is a pg_cron job, and this server does not load pg_cron'
             USING ERRCODE = '55000';
+    END IF;
+    IF current_setting('stand_in.citus')::boolean THEN
+        IF current_setting('stand_in.partitioned')::boolean THEN
+            RAISE EXCEPTION 'citus=on and partitioned=on: this stand-in makes one or the other'
+                USING ERRCODE = '22023';
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+            RAISE EXCEPTION 'citus=on: the citus extension does not exist in this database'
+                USING ERRCODE = '55000',
+                      HINT = 'Run it on a Citus coordinator whose nodes all have CREATE EXTENSION citus in this database.';
+        END IF;
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'messenger_service') THEN
         CREATE ROLE messenger_service LOGIN;
@@ -87,7 +118,18 @@ ALTER ROLE messenger_service IN DATABASE :"product_database" SET timezone = 'UTC
 \set call_key 'call_id'
 \set partition_by ''
 \endif
+\if :citus
+\set outbox_key 'reference_id, id'
+\else
+\set outbox_key 'id'
+\endif
 
+\if :citus
+-- Citus would create the enum types on the workers at once, over a connection of
+-- messenger_service's, which may not create that role there: made here alone, they reach the
+-- workers with the tables, when the script's own role distributes them below.
+SET LOCAL citus.enable_ddl_propagation = off;
+\endif
 SET ROLE messenger_service;
 
 \if :enum_types
@@ -158,7 +200,7 @@ RESET TimeZone;
 \endif
 
 CREATE TABLE messenger.realtime_outbox (
-    id             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id             bigint      GENERATED ALWAYS AS IDENTITY,
     kind           :kind_type  NOT NULL,
     target_kind    :target_kind_type NOT NULL
         CONSTRAINT realtime_outbox_target_kind_check CHECK (target_kind IN ('User')),
@@ -175,7 +217,8 @@ CREATE TABLE messenger.realtime_outbox (
         kind NOT IN ('CallMissed', 'CallEnded')
         OR (jsonb_typeof(payload) = 'object'
             AND payload ?& ARRAY['callId', 'status', 'mediaType']
-            AND payload - ARRAY['callId', 'status', 'mediaType'] = '{}'::jsonb))
+            AND payload - ARRAY['callId', 'status', 'mediaType'] = '{}'::jsonb)),
+    CONSTRAINT realtime_outbox_pkey PRIMARY KEY (:outbox_key)
 );
 COMMENT ON TABLE messenger.realtime_outbox IS
     'Realtime push intents, one row per (event, recipient), delivered by realtime-dispatch in id order.';
@@ -187,6 +230,17 @@ CREATE INDEX ix_realtime_outbox_pending ON messenger.realtime_outbox (id)
 GRANT SELECT, INSERT, UPDATE, DELETE ON messenger.call_sessions, messenger.realtime_outbox TO messenger_app;
 
 RESET ROLE;
+
+\if :citus
+SET LOCAL citus.enable_ddl_propagation = on;
+-- Distributed last, so the shards are made with every constraint, index and grant above. As
+-- the role that ran this script: Citus reaches the workers as the current role, over new
+-- connections that cannot see the roles this transaction made.
+SELECT pg_catalog.create_distributed_table('messenger.call_sessions', 'call_id',
+                                           shard_count => :shard_count) AS call_sessions_distributed \gset
+SELECT pg_catalog.create_distributed_table('messenger.realtime_outbox', 'reference_id',
+                                           colocate_with => 'messenger.call_sessions') AS realtime_outbox_distributed \gset
+\endif
 COMMIT;
 
 \if :partitioned
