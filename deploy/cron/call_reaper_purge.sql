@@ -18,5 +18,6 @@ SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
 \set schedule_1_5 '17 * * * *'
 \set schedule_1_4 '17 * * * *'
 \set warn_lag false
+\set purge_details true
 \ir include/schedule_beside_reaper.psql
 \endif

@@ -22,5 +22,6 @@ SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
 \set schedule_1_5 '1 seconds'
 \set schedule_1_4 '* * * * *'
 \set warn_lag true
+\set purge_details false
 \ir include/schedule_beside_reaper.psql
 \endif

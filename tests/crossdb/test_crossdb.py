@@ -17,7 +17,9 @@ schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In o
 4. a polling_interval change from a product database: accepted on pg_cron 1.4, refused (55000)
    on 1.5+ where it cannot reschedule;
 (Each step asserts what its pg_cron version does: CI runs 1.4, 1.6.7 was run by hand.)
-5. reverting one product database unschedules its jobs and leaves the other's running.
+5. the run details of each database's jobs, kept in postgres, are purged there by a job of its
+   own past the retention, and no other database's or job's;
+6. reverting one product database unschedules its jobs and leaves the other's running.
 """
 
 from __future__ import annotations
@@ -189,12 +191,58 @@ def test_polling_interval_from_a_product_database(cron):
     assert jobs_of(cron, FIRST) == expected_jobs(FIRST, "")
 
 
+def details_job(cron: psycopg.Connection, db: str, suffix: str) -> tuple[str, str]:
+    """(owner, command) of the job that purges db's jobs' run details in the cron database."""
+    rows = cron.execute("SELECT username, command FROM cron.job WHERE jobname = %s AND database = %s",
+                        [f"{PURGE_JOB_NAME}{suffix}-details", CRON_DB]).fetchall()
+    assert len(rows) == 1, f"{db}: no job purging its run details in {CRON_DB}: {rows}"
+    return rows[0]
+
+
+def test_run_details_are_purged_in_the_cron_database_for_their_own_database_only(cron):
+    # pg_cron never purges cron.job_run_details; the purge job runs in the product database and
+    # cannot reach the rows kept here. Rows as pg_cron writes them: a job's run, its database,
+    # its owner, when it ended (a connection failure in libpq mode has no times at all).
+    def jobid(name: str, db: str) -> int:
+        return cron.execute("SELECT jobid FROM cron.job WHERE jobname = %s AND database = %s", [name, db]).fetchone()[0]
+
+    def run(job: int, db: str, user: str, age: str) -> int:
+        return cron.execute(
+            "INSERT INTO cron.job_run_details (jobid, database, username, command, status, start_time, end_time)"
+            " VALUES (%s, %s, %s, 'test', 'succeeded', now() - %s::interval, now() - %s::interval) RETURNING runid",
+            [job, db, user, age, age]).fetchone()[0]
+
+    warden, warden_eu = jobid(WARDEN_JOB_NAME, FIRST), jobid(WARDEN_JOB_NAME + f"-{SECOND}", SECOND)
+    old = run(warden, FIRST, DEPLOYER, "8 days")
+    recent = run(warden, FIRST, DEPLOYER, "6 days")
+    theirs = run(warden_eu, SECOND, DEPLOYER, "8 days")
+    other_job = run(warden + 1000, FIRST, DEPLOYER, "8 days")     # not one of the reaper's jobs
+    job_role = run(jobid(JOB_NAME, FIRST), FIRST, JOB_ROLE, "8 days")
+    left = "SELECT runid FROM cron.job_run_details WHERE runid = ANY(%s)"
+    every = [old, recent, theirs, other_job, job_role]
+
+    owner, command = details_job(cron, FIRST, "")
+    assert owner == DEPLOYER
+    with as_deployer(CRON_DB) as conn:       # the job runs its command as its owner
+        conn.execute(command)
+    # A deployer that is not a superuser sees only its own jobs' run details: the job role's stay.
+    assert {r[0] for r in cron.execute(left, [every])} == {recent, theirs, other_job, job_role}
+
+    owner, command = details_job(cron, SECOND, f"-{SECOND}")
+    with as_deployer(CRON_DB) as conn:
+        conn.execute(command)
+    assert {r[0] for r in cron.execute(left, [every])} == {recent, other_job, job_role}
+    cron.execute("DELETE FROM cron.job_run_details WHERE runid = ANY(%s)", [every])
+
+
 def test_reverting_one_database_leaves_the_others_jobs(cron):
     # The second database adopted the roles the first one's deploy created: it goes first.
     second_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [SECOND]).fetchall())
     first_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall())
     sqitch("revert", SECOND, "-y", env=deployer_env())
     assert jobs_of(cron, SECOND) == set()
+    # Its job in the cron database (the run details' purge) goes with them, the first's stays.
+    assert jobs_of(cron, CRON_DB) == {(f"{PURGE_JOB_NAME}-details", CRON_DB, DEPLOYER)}
     assert set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall()) == first_ids
     assert second_ids and not (second_ids & first_ids)
     sqitch("verify", FIRST, *CROSS_DB, env=deployer_env())
