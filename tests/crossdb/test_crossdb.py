@@ -217,13 +217,17 @@ def test_run_details_are_purged_in_the_cron_database_for_their_own_database_only
             [job, db, user, age, age]).fetchone()[0]
 
     warden, warden_eu = jobid(WARDEN_JOB_NAME, FIRST), jobid(WARDEN_JOB_NAME + f"-{SECOND}", SECOND)
+    (never_started,) = cron.execute(
+        "INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message)"
+        " VALUES (%s, %s, %s, 'test', 'failed', 'connection failed') RETURNING runid",
+        [warden, FIRST, DEPLOYER]).fetchone()
     old = run(warden, FIRST, DEPLOYER, "8 days")
     recent = run(warden, FIRST, DEPLOYER, "6 days")
     theirs = run(warden_eu, SECOND, DEPLOYER, "8 days")
     other_job = run(warden + 1000, FIRST, DEPLOYER, "8 days")     # not one of the reaper's jobs
     job_role = run(jobid(JOB_NAME, FIRST), FIRST, JOB_ROLE, "8 days")
     left = "SELECT runid FROM cron.job_run_details WHERE runid = ANY(%s)"
-    every = [old, recent, theirs, other_job, job_role]
+    every = [never_started, old, recent, theirs, other_job, job_role]
 
     owner, command = details_job(cron, FIRST, "")
     assert owner == DEPLOYER
