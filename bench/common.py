@@ -1,4 +1,5 @@
-"""What every part of the bench shares: its far-future clock, the run's state, the log line."""
+"""What every part of the bench shares: its far-future clock, the run's state, the log line,
+the paced client loop of the product's statements."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import itertools
 import math
 import pathlib
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import psycopg
@@ -93,3 +96,34 @@ def quantile_interval(xs: list[float], q: float, z: float = 1.96) -> tuple[float
     half = z * math.sqrt(n * q * (1 - q))
     lo, hi = math.floor(n * q - half), math.ceil(n * q + half)
     return s[max(0, min(n - 1, lo - 1))], s[max(0, min(n - 1, hi - 1))]
+
+
+class Pace:
+    """A client's fixed rate of statements: wait() returns when the next one is due. Due times
+    advance by the interval from the first, so a slow statement is caught up after, not skipped."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.t_next = time.perf_counter()
+
+    def wait(self) -> None:
+        delay = self.t_next - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        self.t_next += self.interval
+
+
+def run_paced(c: psycopg.Connection, steps: Iterable[tuple[str, str, object]], pace: Pace,
+              stop: threading.Event, lat: dict[str, list[float]] | None,
+              prepare: bool | None = None) -> None:
+    """Runs steps (kind, sql, params) on c, one at each of pace's due times, until stop is set;
+    each statement's wall time in ms goes to lat[kind] (None: not timed). prepare as psycopg's
+    execute (None: its own rule, prepared after a few runs)."""
+    for kind, sql, params in steps:
+        if stop.is_set():
+            return
+        pace.wait()
+        t0 = time.perf_counter()
+        c.execute(sql, params, prepare=prepare)
+        if lat is not None:
+            lat[kind].append((time.perf_counter() - t0) * 1000)

@@ -20,11 +20,13 @@ from common import (
     AS_OF,
     CYCLE_SQL,
     RECENT,
+    Pace,
     Run,
     cycle_as_of,
     log,
     quantile,
     quantile_interval,
+    run_paced,
 )
 from phases import by_status
 
@@ -59,11 +61,10 @@ def client(run: Run, stop: threading.Event, lat: dict, errors: list) -> None:
     heartbeats, end) on its own live calls, then one late hangup: a caller cancelling one of
     the oldest overdue Ringing calls, the race the reaper's SKIP LOCKED claim is built for and
     the only statement that can wait on a row the reaper holds."""
-    interval = 1.0 / run.args.product_rate
     cutoff = by_status(run.phases, "Ringing").cutoff
     try:
         with run.connect(autocommit=True, application_name=PRODUCT_APP) as c:
-            t_next = time.perf_counter()
+            pace = Pace(run.args.product_rate)
             while not stop.is_set():
                 call_id = uuid.uuid4()
                 rung, answered = AS_OF - dt.timedelta(seconds=5), AS_OF - dt.timedelta(seconds=3)
@@ -73,16 +74,7 @@ def client(run: Run, stop: threading.Event, lat: dict, errors: list) -> None:
                 steps += [("end", PRODUCT_END, (AS_OF, AS_OF, call_id)),
                           ("late_hangup", PRODUCT_LATE_HANGUP,
                            {"t": AS_OF, "cutoff": cutoff, "recent": AS_OF - RECENT})]
-                for kind, sql, params in steps:
-                    if stop.is_set():
-                        break
-                    delay = t_next - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    t_next += interval
-                    t0 = time.perf_counter()
-                    c.execute(sql, params)
-                    lat[kind].append((time.perf_counter() - t0) * 1000)
+                run_paced(c, steps, pace, stop, lat)
     except psycopg.Error as e:  # reported by the main thread; a dead client must not go unnoticed
         errors.append(repr(e))
 

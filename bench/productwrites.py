@@ -33,7 +33,7 @@ import time
 import uuid
 
 import psycopg
-from common import AS_OF, RECENT, Run, log, quantile, quantile_interval
+from common import AS_OF, RECENT, Pace, Run, log, quantile, quantile_interval, run_paced
 from phases import by_status
 
 T = "bench_pw.call_sessions"
@@ -152,29 +152,20 @@ def reset(run: Run, shape: str, ddl: dict[str, list[str]], answered: int, ringin
 
 def client(run: Run, pool: list, stop: threading.Event, lat: dict, errors: list, seed: int) -> None:
     rnd = random.Random(seed)
-    interval = 1.0 / run.args.pw_rate
+    sql = {"new": NEW, "answer": ANSWER, "progress": PROGRESS, "end": END}
     try:
         with run.connect(autocommit=True, application_name=APP) as c:
-            t_next = time.perf_counter()
+            pace = Pace(run.args.pw_rate)
             warm = True  # the first life prepares the statements: not timed
             while not stop.is_set():
                 call_id, rung = uuid.uuid4(), AS_OF - dt.timedelta(seconds=5)
                 params = {"new": (call_id, uuid.uuid4(), uuid.uuid4(), rung, rung),
                           "answer": (AS_OF - dt.timedelta(seconds=3), AS_OF - dt.timedelta(seconds=3), call_id),
                           "end": (AS_OF, AS_OF, call_id)}
-                for kind in LIFE:
-                    if stop.is_set():
-                        break
-                    delay = t_next - time.perf_counter()
-                    if delay > 0:
-                        time.sleep(delay)
-                    t_next += interval
-                    sql = {"new": NEW, "answer": ANSWER, "progress": PROGRESS, "end": END}[kind]
-                    p = (AS_OF - dt.timedelta(seconds=rnd.random()), rnd.choice(pool)) if kind == "progress" else params[kind]
-                    t0 = time.perf_counter()
-                    c.execute(sql, p, prepare=True)
-                    if not warm:
-                        lat[kind].append((time.perf_counter() - t0) * 1000)
+                steps = [(kind, sql[kind],
+                          (AS_OF - dt.timedelta(seconds=rnd.random()), rnd.choice(pool)) if kind == "progress" else params[kind])
+                         for kind in LIFE]
+                run_paced(c, steps, pace, stop, None if warm else lat, prepare=True)
                 warm = False
     except psycopg.Error as e:
         errors.append(repr(e))

@@ -43,7 +43,8 @@ BEGIN;
 SELECT pg_catalog.current_database() AS product_database,
        :'scheduler' = 'none' AS cross_db,
        CASE WHEN :'scheduler' = 'none' THEN :'cron_database' ELSE pg_catalog.current_database() END AS cron_database,
-       extract(epoch FROM s.polling_interval)::integer AS polling_seconds,
+       CASE WHEN s.polling_interval < interval '60 seconds'
+            THEN format('%s seconds', extract(epoch FROM s.polling_interval)::integer) ELSE '* * * * *' END AS schedule_1_5,
        pg_catalog.set_config('call_reaper.cron_database', :'cron_database', true) AS cron_database_arg
   FROM messenger.call_reaper_settings AS s \gset
 DO $$
@@ -56,24 +57,21 @@ BEGIN
 END
 $$;
 COMMIT;
+\set job_kind reaper
+\set job_spec messenger-call-timeout-reaper
+\set job_command 'CALL messenger.run_call_reaper_ticks()'
+\set schedule_1_4 '* * * * *'
 
 \if :cross_db
 \connect :"cron_database"
 BEGIN;
-SELECT pg_catalog.set_config('call_reaper.product_database', :'product_database', true) AS product_database_set,
-       pg_catalog.set_config('call_reaper.polling_seconds', :'polling_seconds', true) AS polling_seconds_set \gset
+SELECT pg_catalog.set_config('call_reaper.product_database', :'product_database', true) AS product_database_set \gset
 DO $$
 DECLARE
     v_product  text := current_setting('call_reaper.product_database');
-    v_seconds  integer := current_setting('call_reaper.polling_seconds')::integer;
-    v_spec     constant text := 'messenger-call-timeout-reaper';
     v_sched_in constant text := 'cron.schedule_in_database(text,text,text,text,text,boolean)';
-    v_deployer name := current_user;
     v_cron_db  text;
     v_extver   text;
-    v_version  integer[];
-    v_schedule text;
-    v_name     text;
 BEGIN
     BEGIN
         v_cron_db := current_setting('cron.database_name', true);
@@ -99,42 +97,10 @@ BEGIN
                   HINT = pg_catalog.format('As the provider''s admin, in database %I: GRANT EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean) TO %I WITH GRANT OPTION;',
                                            pg_catalog.current_database(), current_user);
     END IF;
-    v_version := string_to_array(split_part(v_extver, '-', 1), '.')::integer[];
-    v_schedule := CASE WHEN v_version >= ARRAY[1, 5] AND v_seconds < 60
-                       THEN format('%s seconds', v_seconds) ELSE '* * * * *' END;
-
-    GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO messenger_call_reaper', v_sched_in);
-    SET LOCAL ROLE messenger_call_reaper;
-    -- cron.job shows the job role its own jobs, in every database.
-    SELECT j.jobname INTO v_name FROM cron.job AS j
-     WHERE j.username = current_user AND j.database = v_product
-       AND j.jobname IN (v_spec, v_spec || '-' || v_product);
-    IF v_name IS NULL THEN
-        v_name := CASE WHEN EXISTS (SELECT FROM cron.job AS j WHERE j.jobname = v_spec AND j.username = current_user)
-                       THEN v_spec || '-' || v_product ELSE v_spec END;
-    END IF;
-    PERFORM cron.schedule_in_database(v_name, v_schedule, 'CALL messenger.run_call_reaper_ticks()', v_product);
-    EXECUTE format('SET LOCAL ROLE %I', v_deployer);
-    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM messenger_call_reaper', v_sched_in);
-    REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
-    PERFORM pg_catalog.set_config('call_reaper.jobname', v_name, true),
-            pg_catalog.set_config('call_reaper.schedule', v_schedule, true),
-            pg_catalog.set_config('call_reaper.cron_version', v_extver, true);
 END
 $$;
-SELECT current_setting('call_reaper.jobname') AS jobname, current_setting('call_reaper.schedule') AS schedule,
-       current_setting('call_reaper.cron_version') AS cron_version \gset
-COMMIT;
-\connect :"product_database"
-\endif
-
-BEGIN;
-
-\if :cross_db
--- The job runs here: on pg_cron 1.4 its minute of ticks needs the longer statement_timeout here.
-SELECT pg_catalog.set_config('call_reaper.cron_version', :'cron_version', true) AS cron_version_set \gset
 \else
+BEGIN;
 DO $$
 DECLARE
     v_database text;
@@ -162,30 +128,25 @@ $$;
 
 SET LOCAL client_min_messages = warning;   -- not "already exists, skipping"
 CREATE EXTENSION IF NOT EXISTS pg_cron;
+\endif
 
 -- No lasting grant on schema cron to the job role: pg_cron lets any role with USAGE there
 -- schedule, unschedule and alter its own jobs, and this job is owned by that role. The job only
 -- needs EXECUTE on its procedure; pausing lives in messenger.call_reaper_settings.paused and
 -- retention in the deployer's job of cron/call_reaper_purge.
+SELECT current_user AS deployer \gset
+GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
+\if :cross_db
+GRANT EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean) TO messenger_call_reaper;
+\endif
+SET LOCAL ROLE messenger_call_reaper;
+\if :cross_db
+\else
 DO $$
 DECLARE
-    v_spec     constant text := 'messenger-call-timeout-reaper';
-    v_extver   text;
-    v_version  integer[];
-    v_seconds  integer;
-    v_schedule text;
-    v_other    text;
-    v_deployer name := current_user;
+    v_spec  constant text := 'messenger-call-timeout-reaper';
+    v_other text;
 BEGIN
-    SELECT e.extversion INTO STRICT v_extver FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
-    v_version := string_to_array(split_part(v_extver, '-', 1), '.')::integer[];
-    SELECT extract(epoch FROM s.polling_interval)::integer INTO STRICT v_seconds
-      FROM messenger.call_reaper_settings AS s;
-    v_schedule := CASE WHEN v_version >= ARRAY[1, 5] AND v_seconds < 60
-                       THEN format('%s seconds', v_seconds) ELSE '* * * * *' END;
-
-    GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
-    SET LOCAL ROLE messenger_call_reaper;
     -- The routines here find the job by its SPEC name: another database's job of that name
     -- (scheduled from there into this cron database first) cannot be shared.
     SELECT j.database INTO v_other FROM cron.job AS j
@@ -195,18 +156,23 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = 'Deploy the reaper of the cron database itself before any other database''s, or revert that one first.';
     END IF;
-    PERFORM cron.schedule(v_spec, v_schedule, 'CALL messenger.run_call_reaper_ticks()');
-    EXECUTE format('SET LOCAL ROLE %I', v_deployer);
-    REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
-    PERFORM pg_catalog.set_config('call_reaper.jobname', v_spec, true),
-            pg_catalog.set_config('call_reaper.schedule', v_schedule, true),
-            pg_catalog.set_config('call_reaper.cron_version', v_extver, true);
 END
 $$;
-SELECT current_setting('call_reaper.jobname') AS jobname, current_setting('call_reaper.schedule') AS schedule,
-       current_setting('call_reaper.cron_version') AS cron_version \gset
 \endif
+\ir include/schedule_job.psql
+SET LOCAL ROLE :"deployer";
+\if :cross_db
+REVOKE EXECUTE ON FUNCTION cron.schedule_in_database(text, text, text, text, text, boolean) FROM messenger_call_reaper;
+\endif
+REVOKE USAGE ON SCHEMA cron FROM messenger_call_reaper;
 
+\if :cross_db
+COMMIT;
+\connect :"product_database"
+BEGIN;
+\endif
+-- The job runs here: on pg_cron 1.4 its minute of ticks needs the longer statement_timeout here.
+SELECT pg_catalog.set_config('call_reaper.cron_version', :'extversion', true) AS cron_version_set \gset
 DO $$
 BEGIN
     IF string_to_array(split_part(current_setting('call_reaper.cron_version'), '-', 1), '.')::integer[] < ARRAY[1, 5] THEN
@@ -215,37 +181,10 @@ BEGIN
     END IF;
 END
 $$;
-
--- The schedule went by extversion, which lags the library until ALTER EXTENSION pg_cron UPDATE:
--- say so instead of silently taking the older version's path. pg_available_extensions reads the
--- server's control files, the same in every database of the cluster.
-SELECT pg_catalog.set_config('call_reaper.cron_db', :'cron_database', true) AS cron_db_set,
-       pg_catalog.set_config('call_reaper.jobname', :'jobname', true) AS jobname_set,
-       pg_catalog.set_config('call_reaper.schedule', :'schedule', true) AS schedule_set \gset
-DO $$
-DECLARE
-    v_extver  text := current_setting('call_reaper.cron_version');
-    v_library text;
-BEGIN
-    SELECT a.default_version INTO v_library FROM pg_catalog.pg_available_extensions AS a WHERE a.name = 'pg_cron';
-    -- Whole versions ('1.4-1' is 1.4.1): an update from 1.4 to 1.4-1 is pending too.
-    IF string_to_array(translate(v_library, '-', '.'), '.')::integer[]
-       > string_to_array(translate(v_extver, '-', '.'), '.')::integer[] THEN
-        RAISE WARNING 'pg_cron''s extension version % is older than its installed package %', v_extver, v_library
-            USING DETAIL = pg_catalog.format('The job %s was scheduled ''%s'' for pg_cron %s, by pg_extension.extversion.',
-                                             current_setting('call_reaper.jobname'), current_setting('call_reaper.schedule'), v_extver),
-                  HINT = pg_catalog.format('In database %I, as pg_cron''s owner: ALTER EXTENSION pg_cron UPDATE; then deploy the cron changes again (docs/managed-postgresql.md, "pg_cron versions and the extension version").',
-                                           current_setting('call_reaper.cron_db'));
-    END IF;
-END
-$$;
-
-INSERT INTO messenger.call_reaper_cron_jobs AS r (kind, jobname, cron_database, schedule, cron_version)
-VALUES ('reaper', :'jobname', :'cron_database', :'schedule', :'cron_version')
-ON CONFLICT (kind) DO UPDATE
-   SET jobname = EXCLUDED.jobname, cron_database = EXCLUDED.cron_database,
-       schedule = EXCLUDED.schedule, cron_version = EXCLUDED.cron_version;
-
+\ir include/warn_extversion_lag.psql
+-- The reaper's row has always recorded extversion as pg_extension has it.
+\set cron_version :extversion
+\ir include/record_job.psql
 COMMIT;
 
 \endif

@@ -27,6 +27,12 @@ BEGIN;
 -- search_path of the session must not redirect a name in it. What it calls with more than the
 -- caller's rights (_purge_call_reaper_runs) is SECURITY DEFINER and runs as that owner only.
 -- The warden's run details go too: on pg_cron 1.5+ it runs every second (86,400 rows a day).
+-- A run that never started has no start or end time: in libpq mode pg_cron writes each run the
+-- job role cannot connect for as status 'failed', 'connection failed', both times NULL (one a
+-- polling interval until the rule is added). Such a row goes once a later run (a higher runid,
+-- from pg_cron's one sequence) ended before the cutoff: pg_cron numbers a run before it starts,
+-- so that later run, and this one before it, began before the cutoff. Only 'failed' ones: a row
+-- still 'starting' has no times either.
 CREATE OR REPLACE FUNCTION messenger.purge_call_reaper_history(
     as_of      timestamptz DEFAULT NULL,
     batch_size integer     DEFAULT 10000)
@@ -37,6 +43,8 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
+DECLARE
+    v_before bigint;   -- runids below it were numbered before the cutoff
 BEGIN
     SELECT p.cutoff, p.runs_purged, p.skipped_purged
       INTO cutoff, runs_purged, skipped_runs_folded
@@ -47,6 +55,7 @@ BEGIN
         RETURN NEXT;   -- no pg_cron here (scheduler=none): only the ledger has history
         RETURN;
     END IF;
+    SELECT max(l.runid) INTO v_before FROM cron.job_run_details AS l WHERE l.end_time < cutoff;
     WITH purged AS (
         DELETE FROM cron.job_run_details AS d
          WHERE d.runid IN (SELECT o.runid
@@ -56,7 +65,9 @@ BEGIN
                                                    WHERE j.jobname IN (messenger.call_reaper_job_name('purge'),
                                                                        messenger.call_reaper_job_name('warden'))))
                               AND o.database = current_database()
-                              AND coalesce(o.end_time, o.start_time) < cutoff
+                              AND (coalesce(o.end_time, o.start_time) < cutoff
+                                   OR (o.status = 'failed' AND o.start_time IS NULL AND o.end_time IS NULL
+                                       AND o.runid < v_before))
                             ORDER BY o.runid
                             LIMIT purge_call_reaper_history.batch_size)
         RETURNING 1
@@ -68,7 +79,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) IS
-$$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper's cron.job_run_details. Runs hourly from the deployer's pg_cron job messenger-call-reaper-purge. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
+$$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper's cron.job_run_details (a run that never started, once a later run ended before the cutoff). Runs hourly from the deployer's pg_cron job messenger-call-reaper-purge. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
 
 REVOKE ALL ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) FROM PUBLIC;
 -- CREATE OR REPLACE keeps the released owner (the owner role): hand it back to the deployer.

@@ -18,16 +18,10 @@ COMMIT;
 
 BEGIN;
 
-DO $$
-DECLARE
-    g record;
-BEGIN
-    FOR g IN SELECT grantee, is_grantable FROM pg_temp.drain_call_timeouts_grants LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) TO %s%s',
-                                  g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-END
-$$;
+-- The EXECUTE grants remembered above, given back to this signature (\gexec runs each GRANT).
+SELECT pg_catalog.format('GRANT EXECUTE ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint) TO %s%s',
+                         g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+  FROM pg_temp.drain_call_timeouts_grants AS g \gexec
 
 DROP TABLE pg_temp.drain_call_timeouts_grants;
 

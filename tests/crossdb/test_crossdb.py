@@ -17,7 +17,9 @@ schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In o
 4. a polling_interval change from a product database: accepted on pg_cron 1.4, refused (55000)
    on 1.5+ where it cannot reschedule;
 (Each step asserts what its pg_cron version does: CI runs 1.4, 1.6.7 was run by hand.)
-5. reverting one product database unschedules its jobs and leaves the other's running.
+5. the run details of each database's jobs, kept in postgres, are purged there by a job of its
+   own past the retention, and no other database's or job's;
+6. reverting one product database unschedules its jobs and leaves the other's running.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ PASSWORD = "managed-admin"          # this throwaway cluster only
 CROSS_DB = ("--set", "scheduler=none", "--set", f"cron_database={CRON_DB}")
 SCHEDULE_IN_DATABASE = "cron.schedule_in_database(text,text,text,text,text,boolean)"
 MINUTE_AND_A_TICK = 80.0            # pg_cron 1.4 starts the jobs at each minute
+# pg_cron 1.4's launcher writes a background worker's end into cron.job_run_details when it wakes
+# before the next minute, whenever the run itself ended: a run numbered just after a given one
+# shows as finished up to two minutes later.
+TWO_MINUTES_AND_A_TICK = 140.0
 
 
 def expected_jobs(db: str, suffix: str) -> set[tuple[str, str, str]]:
@@ -149,7 +155,7 @@ def test_due_calls_close_by_their_own_databases_job_and_a_pause_holds_in_one(cro
         wait_for("the first database's job closing its call", MINUTE_AND_A_TICK,
                  lambda: call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed")
         # The paused database's job ran too (the same minute), and closed nothing.
-        wait_for("the paused database's job finishing a run", MINUTE_AND_A_TICK, lambda: cron.execute(
+        wait_for("the paused database's job finishing a run", TWO_MINUTES_AND_A_TICK, lambda: cron.execute(
             "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
             " WHERE d.runid > %s AND j.jobname = %s AND j.database = %s AND d.status = 'succeeded'",
             [since, JOB_NAME + f"-{SECOND}", SECOND]).fetchone()[0])
@@ -189,12 +195,62 @@ def test_polling_interval_from_a_product_database(cron):
     assert jobs_of(cron, FIRST) == expected_jobs(FIRST, "")
 
 
+def details_job(cron: psycopg.Connection, db: str, suffix: str) -> tuple[str, str]:
+    """(owner, command) of the job that purges db's jobs' run details in the cron database."""
+    rows = cron.execute("SELECT username, command FROM cron.job WHERE jobname = %s AND database = %s",
+                        [f"{PURGE_JOB_NAME}{suffix}-details", CRON_DB]).fetchall()
+    assert len(rows) == 1, f"{db}: no job purging its run details in {CRON_DB}: {rows}"
+    return rows[0]
+
+
+def test_run_details_are_purged_in_the_cron_database_for_their_own_database_only(cron):
+    # pg_cron never purges cron.job_run_details; the purge job runs in the product database and
+    # cannot reach the rows kept here. Rows as pg_cron writes them: a job's run, its database,
+    # its owner, when it ended (a connection failure in libpq mode has no times at all).
+    def jobid(name: str, db: str) -> int:
+        return cron.execute("SELECT jobid FROM cron.job WHERE jobname = %s AND database = %s", [name, db]).fetchone()[0]
+
+    def run(job: int, db: str, user: str, age: str) -> int:
+        return cron.execute(
+            "INSERT INTO cron.job_run_details (jobid, database, username, command, status, start_time, end_time)"
+            " VALUES (%s, %s, %s, 'test', 'succeeded', now() - %s::interval, now() - %s::interval) RETURNING runid",
+            [job, db, user, age, age]).fetchone()[0]
+
+    warden, warden_eu = jobid(WARDEN_JOB_NAME, FIRST), jobid(WARDEN_JOB_NAME + f"-{SECOND}", SECOND)
+    (never_started,) = cron.execute(
+        "INSERT INTO cron.job_run_details (jobid, database, username, command, status, return_message)"
+        " VALUES (%s, %s, %s, 'test', 'failed', 'connection failed') RETURNING runid",
+        [warden, FIRST, DEPLOYER]).fetchone()
+    old = run(warden, FIRST, DEPLOYER, "8 days")
+    recent = run(warden, FIRST, DEPLOYER, "6 days")
+    theirs = run(warden_eu, SECOND, DEPLOYER, "8 days")
+    other_job = run(warden + 1000, FIRST, DEPLOYER, "8 days")     # not one of the reaper's jobs
+    job_role = run(jobid(JOB_NAME, FIRST), FIRST, JOB_ROLE, "8 days")
+    left = "SELECT runid FROM cron.job_run_details WHERE runid = ANY(%s)"
+    every = [never_started, old, recent, theirs, other_job, job_role]
+
+    owner, command = details_job(cron, FIRST, "")
+    assert owner == DEPLOYER
+    with as_deployer(CRON_DB) as conn:       # the job runs its command as its owner
+        conn.execute(command)
+    # A deployer that is not a superuser sees only its own jobs' run details: the job role's stay.
+    assert {r[0] for r in cron.execute(left, [every])} == {recent, theirs, other_job, job_role}
+
+    owner, command = details_job(cron, SECOND, f"-{SECOND}")
+    with as_deployer(CRON_DB) as conn:
+        conn.execute(command)
+    assert {r[0] for r in cron.execute(left, [every])} == {recent, other_job, job_role}
+    cron.execute("DELETE FROM cron.job_run_details WHERE runid = ANY(%s)", [every])
+
+
 def test_reverting_one_database_leaves_the_others_jobs(cron):
     # The second database adopted the roles the first one's deploy created: it goes first.
     second_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [SECOND]).fetchall())
     first_ids = set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall())
     sqitch("revert", SECOND, "-y", env=deployer_env())
     assert jobs_of(cron, SECOND) == set()
+    # Its job in the cron database (the run details' purge) goes with them, the first's stays.
+    assert jobs_of(cron, CRON_DB) == {(f"{PURGE_JOB_NAME}-details", CRON_DB, DEPLOYER)}
     assert set(cron.execute("SELECT jobid FROM cron.job WHERE database = %s", [FIRST]).fetchall()) == first_ids
     assert second_ids and not (second_ids & first_ids)
     sqitch("verify", FIRST, *CROSS_DB, env=deployer_env())

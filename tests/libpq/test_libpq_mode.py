@@ -128,3 +128,22 @@ def test_with_the_documented_rule_the_job_closes_due_calls_and_the_warden_runs(c
              [WARDEN_JOB_NAME, since], MINUTE_AND_A_TICK, f"a run of {WARDEN_JOB_NAME}")
     assert runs_since(conn, WARDEN_JOB_NAME, since, "failed") == 0
     assert conn.execute("SELECT job_failing_warden FROM messenger.call_reaper_metrics()").fetchone()[0] is not True
+
+
+def test_runs_that_never_connected_are_purged_once_a_later_run_ended(conn):
+    # The first test's failures: pg_cron wrote them without a start or end time, which no
+    # retention by time ever reached.
+    never_started = ("SELECT max(d.runid) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
+                     " WHERE j.jobname = %s AND d.status = 'failed' AND d.start_time IS NULL AND d.end_time IS NULL")
+    (last_failure,) = conn.execute(never_started, [JOB_NAME]).fetchone()
+    assert last_failure is not None
+    # pg_cron numbers a run before it starts: one numbered after the last failure that has ended
+    # tells the purge those failures are older than the cutoff (on pg_cron 1.4 a CALL lasts its minute).
+    wait_for(conn, "SELECT count(*) FROM cron.job_run_details WHERE runid > %s AND end_time IS NOT NULL",
+             [last_failure], MINUTE_AND_A_TICK, "a run numbered after the failures ending")
+    # As of one retention from now, so that the cutoff is now: every run that has ended is older.
+    (retention,) = conn.execute("SELECT retention FROM messenger.call_reaper_settings").fetchone()
+    (purged,) = conn.execute("SELECT job_run_details_purged FROM messenger.purge_call_reaper_history("
+                             "as_of => clock_timestamp() + %s)", [retention]).fetchone()
+    assert purged > 0
+    assert conn.execute(never_started, [JOB_NAME]).fetchone() == (None,)

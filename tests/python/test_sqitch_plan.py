@@ -13,10 +13,12 @@
 - every released deploy script (of a change planned before the last tag) is byte for byte the
   one tests/released-deploy.sha256 lists: a deployed database never runs it again, so an edit
   would reach fresh deploys only (released revert scripts may change, README "Changing the
-  schema"). The exceptions, RELEASED_DEPLOY_EXCEPTIONS, are edits a database that ran the
-  old file does not need and that only make a fresh deploy leave more of the product as found
-  or queue its writers less;
-  its line in the file is preceded by `# exception <path> was <old sha256>: <why>`.
+  schema"); so is every include (.psql) such a script runs. The exceptions,
+  RELEASED_DEPLOY_EXCEPTIONS, are edits a database that ran the old file does not need and that
+  only make a fresh deploy leave more of the product as found or queue its writers less; each
+  one's line in the file is preceded by `# exception <path> was <old sha256>: <why>`;
+- every include (.psql, a step several scripts share with psql \\ir) is run by a planned
+  script, and is read as part of it by the checks above.
 """
 
 import hashlib
@@ -89,11 +91,30 @@ def statements(sql: str) -> list[str]:
     return [s.strip() for s in body.split(";") if s.strip()]
 
 
+INCLUDE = re.compile(r"(?m)^\\ir\s+(\S+\.psql)\s*$")
+
+
+def with_includes(path: Path) -> str:
+    """A script with the psql includes it runs (\\ir of a .psql file, beside it or below)
+    spliced in where they stand: the lint reads what psql runs."""
+    return INCLUDE.sub(lambda m: with_includes(path.parent / m.group(1)), path.read_text())
+
+
+def includes_of(path: Path) -> set[Path]:
+    """The .psql files a script runs, transitively."""
+    found = set()
+    for m in INCLUDE.finditer(path.read_text()):
+        include = (path.parent / m.group(1)).resolve()
+        found |= {include} | includes_of(include)
+    return found
+
+
 def transaction_statements(kind: str, change: str) -> list[str] | None:
     """The statements of a script that runs in one transaction, with its psql conditionals
-    around it (the scheduler=none branch) left out; None for a script that says it runs
-    without one (CREATE INDEX CONCURRENTLY cannot run in a transaction block)."""
-    sql = (ROOT / kind / f"{change}.sql").read_text()
+    around it (the scheduler=none branch) and the \\set of variables its includes read left
+    out; None for a script that says it runs without one (CREATE INDEX CONCURRENTLY cannot run
+    in a transaction block)."""
+    sql = with_includes(ROOT / kind / f"{change}.sql")
     if re.search(r"(?im)^-- no transaction\b", sql):
         return None
     stmts = statements(sql)
@@ -102,6 +123,9 @@ def transaction_statements(kind: str, change: str) -> list[str] | None:
         start = stmts.index("\\else") + 1
         assert stmts[-1] == "\\endif", f"{kind}/{change}.sql: a scheduler branch must close with \\endif"
         stmts = stmts[start:-1]
+    # psql variables for an include, set before its first transaction: nothing runs on the server.
+    while stmts and stmts[0].startswith("\\set "):
+        stmts = stmts[1:]
     return stmts
 
 
@@ -132,6 +156,17 @@ def test_no_script_without_a_change():
     orphans = [str(p.relative_to(ROOT)) for k in KINDS for p in (ROOT / k).rglob("*.sql")
                if str(p.relative_to(ROOT / k).with_suffix("")) not in planned]
     assert not orphans
+
+
+def test_every_include_is_run_by_a_planned_script():
+    # A .psql file under deploy/, revert/ or verify/ is a step several scripts share (psql \\ir,
+    # parameterised by psql variables), not a change: one that no planned script runs is as
+    # stale as a script without a change.
+    included = set().union(*(includes_of(ROOT / k / f"{stem}.sql") for k in KINDS for stem in STEMS))
+    found = {p.resolve() for k in KINDS for p in (ROOT / k).rglob("*.psql")}
+    assert included, "the lint sees no include: INCLUDE no longer matches the scripts' \\ir lines"
+    assert not sorted(str(p.relative_to(ROOT)) for p in found - included)
+    assert not sorted(str(p.relative_to(ROOT)) for p in included - found)
 
 
 def test_dependencies_come_earlier_in_the_plan():
@@ -175,7 +210,8 @@ def test_script_is_one_transaction(kind, change):
     assert stmts[-1].upper() == end, f"{kind}/{change}.sql must end with {end};"
 
 
-ALL_SCRIPTS = sorted(str(p.relative_to(ROOT)) for k in KINDS for p in (ROOT / k).rglob("*.sql"))
+ALL_SCRIPTS = sorted(str(p.relative_to(ROOT)) for k in KINDS for ext in ("*.sql", "*.psql")
+                     for p in (ROOT / k).rglob(ext))
 
 
 @pytest.mark.parametrize("script", ALL_SCRIPTS)
@@ -462,4 +498,13 @@ def test_released_deploy_scripts_are_unchanged():
             problems.append(f"{path} is released but not listed: add `sha256sum {path}` to {RELEASED_DEPLOY.name}")
         elif hashlib.sha256((ROOT / path).read_bytes()).hexdigest() != want:
             problems.append(f"{path} changed since its release: rework the change instead (sqitch rework)")
+        # What a released deploy script includes is released with it: a changed step is a new
+        # include that the rework's script runs, never an edit of one a release runs.
+        for include in sorted(includes_of(ROOT / path)):
+            rel = str(include.relative_to(ROOT))
+            want = listed.get(rel)
+            if want is None:
+                problems.append(f"{rel} is run by released {path} but not listed: add `sha256sum {rel}` to {RELEASED_DEPLOY.name}")
+            elif hashlib.sha256(include.read_bytes()).hexdigest() != want:
+                problems.append(f"{rel} changed since its release (run by {path}): add a new include for the rework instead")
     assert not problems, "\n".join(problems)

@@ -7,36 +7,8 @@
 SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
-BEGIN;
--- No row (nothing recorded) fails \gset, and the verify with it.
-SELECT r.jobname, r.cron_database, r.schedule, pg_catalog.current_database() AS product_database,
-       r.cron_database <> pg_catalog.current_database() AS cross_db
-  FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper' \gset
-ROLLBACK;
-
-\if :cross_db
-\connect :"cron_database"
-\endif
-BEGIN;
-SELECT pg_catalog.set_config('call_reaper.product_database', :'product_database', true) AS product_database_set,
-       pg_catalog.set_config('call_reaper.jobname', :'jobname', true) AS jobname_set,
-       pg_catalog.set_config('call_reaper.schedule', :'schedule', true) AS schedule_set \gset
-GRANT USAGE ON SCHEMA cron TO messenger_call_reaper;
-SET LOCAL ROLE messenger_call_reaper;
-DO $$
-DECLARE
-    j cron.job;
-BEGIN
-    SELECT * INTO STRICT j FROM cron.job
-     WHERE jobname = current_setting('call_reaper.jobname')
-       AND database = current_setting('call_reaper.product_database') AND username = 'messenger_call_reaper';
-    IF j.command <> 'CALL messenger.run_call_reaper_ticks()' THEN
-        RAISE EXCEPTION 'the reaper job must CALL messenger.run_call_reaper_ticks()';
-    END IF;
-    IF j.schedule <> current_setting('call_reaper.schedule') THEN
-        RAISE EXCEPTION 'the % job runs on %, recorded %', j.jobname, j.schedule, current_setting('call_reaper.schedule');
-    END IF;
-END
-$$;
-ROLLBACK;
+\set job_kind reaper
+\set job_command 'CALL messenger.run_call_reaper_ticks()'
+\set as_job_role true
+\ir include/check_job.psql
 \endif

@@ -3,34 +3,8 @@
 SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
-BEGIN;
--- No row (nothing recorded) fails \gset, and the verify with it.
-SELECT r.jobname, r.cron_database, r.schedule, pg_catalog.current_database() AS product_database,
-       r.cron_database <> pg_catalog.current_database() AS cross_db
-  FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'purge' \gset
-ROLLBACK;
-
-\if :cross_db
-\connect :"cron_database"
-\endif
-BEGIN;
-SELECT pg_catalog.set_config('call_reaper.product_database', :'product_database', true) AS product_database_set,
-       pg_catalog.set_config('call_reaper.jobname', :'jobname', true) AS jobname_set,
-       pg_catalog.set_config('call_reaper.schedule', :'schedule', true) AS schedule_set \gset
-DO $$
-DECLARE
-    j cron.job;
-BEGIN
-    SELECT * INTO STRICT j FROM cron.job
-     WHERE jobname = current_setting('call_reaper.jobname')
-       AND database = current_setting('call_reaper.product_database');
-    IF j.command <> 'SELECT * FROM messenger.purge_call_reaper_history()' THEN
-        RAISE EXCEPTION 'the purge job must run messenger.purge_call_reaper_history()';
-    END IF;
-    IF j.schedule <> current_setting('call_reaper.schedule') THEN
-        RAISE EXCEPTION 'the % job runs on %, recorded %', j.jobname, j.schedule, current_setting('call_reaper.schedule');
-    END IF;
-END
-$$;
-ROLLBACK;
+\set job_kind purge
+\set job_command 'SELECT * FROM messenger.purge_call_reaper_history()'
+\set as_job_role false
+\ir include/check_job.psql
 \endif
