@@ -11,6 +11,8 @@ pool of live calls) under each index shape in turn, interleaved round by round:
   none         the product's own indexes only: the product without the reaper
   ix_call_due  plus the deployed ix_call_due's definition (read from the catalog)
   v1.2.0       plus the released ix_call_due (v1.0.0-v1.2.0) on call_due_key, for comparison
+  per-status   plus (started_at, call_id) WHERE status = 'Ringing' and the same WHERE status =
+               'Answered' instead: ix_call_due's claims in two indexes, status out of the key
 
 Per run: HOT updates (pg_stat_user_tables deltas), WAL per statement (insert-LSN delta, and
 without full-page images through pg_walinspect), client-side p50/p95/p99. Then, per shape, what
@@ -36,7 +38,7 @@ from phases import by_status
 
 T = "bench_pw.call_sessions"
 APP = "bench-product-writes"
-SHAPES = ("none", "ix_call_due", "v1.2.0")
+SHAPES = ("none", "ix_call_due", "v1.2.0", "per-status")
 RELEASED = ("(status, messenger.call_due_key(status, started_at, updated_at), call_id)"
             " WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL")
 
@@ -83,7 +85,9 @@ def shape_indexes(run: Run) -> dict[str, list[str]]:
                  f"CREATE INDEX pw_due ON {T}", ddl)
     if not ddl.startswith("CREATE INDEX pw_due"):
         sys.exit(f"bench: cannot read messenger.ix_call_due's definition: {ddl}")
-    return {"none": [], "ix_call_due": [ddl], "v1.2.0": [f"CREATE INDEX pw_released ON {T} {RELEASED}"]}
+    return {"none": [], "ix_call_due": [ddl], "v1.2.0": [f"CREATE INDEX pw_released ON {T} {RELEASED}"],
+            "per-status": [f"CREATE INDEX pw_ringing ON {T} (started_at, call_id) WHERE status = 'Ringing'",
+                           f"CREATE INDEX pw_answered ON {T} (started_at, call_id) WHERE status = 'Answered'"]}
 
 
 KEY = "messenger.call_due_key(s.status, s.started_at, s.updated_at)"
@@ -132,7 +136,7 @@ def reset(run: Run, shape: str, ddl: dict[str, list[str]], answered: int, ringin
     from the same page layout and pays the same full-page images."""
     a, t0 = run.admin, time.perf_counter()
     for (name,) in a.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass"
-                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|released)$'",
+                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|released|ringing|answered)$'",
                              (T,)).fetchall():
         a.execute(f"DROP INDEX {name}")
     a.execute(f"DELETE FROM {T} WHERE started_at > %s", (AS_OF - RECENT,))
@@ -322,7 +326,7 @@ def measured(res: dict) -> tuple[dict, list]:
                                 + (" without full-page images" if key == "nofpi_per" else ""))
         values["writes_p99"] = (statistics.median(dep["p99_x"]),
                                 "median of " + ", ".join(f"{x:.2f}" for x in dep["p99_x"]))
-    for shape in ("v1.2.0",):
+    for shape in ("v1.2.0", "per-status"):
         if s.get(shape) and s[shape][f"{key}_x"]:
             figures.append((f"product WAL per write with the {shape} shape / without the reaper's index"
                             + (", without full-page images" if key == "nofpi_per" else ""),
