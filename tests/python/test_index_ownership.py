@@ -261,13 +261,17 @@ def test_revert_refuses_while_a_product_index_uses_call_due_key(conn):
         out = done.stdout + done.stderr
         assert done.returncode != 0
         assert "messenger.call_due_key is used by an index that is not the reaper's: messenger.product_due" in out, out
-        assert table_indexes(product) == indexes_before
+        # It stopped at functions/call_due_key: the changes after it stay reverted, among them
+        # ix_call_due's swap (back to the released shape); every other index is as it was.
+        assert [d for d in table_indexes(product) if " ix_call_due " not in d] == \
+            [d for d in indexes_before if " ix_call_due " not in d]
+        assert "call_due_key" in product.execute(DUE_SHAPE).fetchone()[0]
         product.execute("DROP INDEX messenger.product_due")
         sqitch("revert", db, "-y")
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
-DUE_SHAPE = "SELECT messenger._call_reaper_index_shape('messenger.ix_call_due'::regclass)"
+DUE_SHAPE = "SELECT pg_get_indexdef('messenger.ix_call_due'::regclass)"  # v1.1.0 has no shape function
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
