@@ -29,7 +29,7 @@ class Phase:
 
     @property
     def cutoff(self) -> dt.datetime:
-        """A call of this phase is due at AS_OF when its due key is at or before this."""
+        """A call of this phase is due at AS_OF when messenger.call_is_due(..., cutoff) holds."""
         return AS_OF - self.timeout
 
     @property

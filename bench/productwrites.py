@@ -2,17 +2,17 @@
 
 An index on a column turns every UPDATE of that column into a non-HOT update: a new index
 entry in every index of the table, and more WAL. The product's "progress" of an answered call
-(its signalling update) changes updated_at only, which ix_call_due's key includes. So this
-part runs the service's own statements at a fixed rate on a copy of call_sessions
+(its signalling update) changes updated_at only, which the released ix_call_due's key included
+(call_due_key) and the deployed one leaves out ((status, started_at, call_id)). So this part
+runs the service's own statements at a fixed rate on a copy of call_sessions
 (bench_pw.call_sessions: the product's columns, constraints and indexes, the HISTORY calls, a
 pool of live calls) under each index shape in turn, interleaved round by round:
 
   none         the product's own indexes only: the product without the reaper
   ix_call_due  plus the deployed ix_call_due's definition (read from the catalog)
-  started_at   plus two partial indexes that leave updated_at out: (started_at, call_id)
-               WHERE status = 'Ringing', and the same WHERE status = 'Answered' (a call idle
-               past stale_timeout has started_at <= updated_at <= cutoff, so started_at bounds
-               that phase's scan by the Answered calls older than the timeout)
+  v1.2.0       plus the released ix_call_due (v1.0.0-v1.2.0) on call_due_key, for comparison
+  per-status   plus (started_at, call_id) WHERE status = 'Ringing' and the same WHERE status =
+               'Answered' instead: ix_call_due's claims in two indexes, status out of the key
 
 Per run: HOT updates (pg_stat_user_tables deltas), WAL per statement (insert-LSN delta, and
 without full-page images through pg_walinspect), client-side p50/p95/p99. Then, per shape, what
@@ -38,7 +38,9 @@ from phases import by_status
 
 T = "bench_pw.call_sessions"
 APP = "bench-product-writes"
-SHAPES = ("none", "ix_call_due", "started_at")
+SHAPES = ("none", "ix_call_due", "v1.2.0", "per-status")
+RELEASED = ("(status, messenger.call_due_key(status, started_at, updated_at), call_id)"
+            " WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL")
 
 NEW = f"""INSERT INTO {T} (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
           VALUES (%s, %s, %s, 'Audio', 'Ringing', %s, %s)"""
@@ -83,28 +85,27 @@ def shape_indexes(run: Run) -> dict[str, list[str]]:
                  f"CREATE INDEX pw_due ON {T}", ddl)
     if not ddl.startswith("CREATE INDEX pw_due"):
         sys.exit(f"bench: cannot read messenger.ix_call_due's definition: {ddl}")
-    return {"none": [], "ix_call_due": [ddl],
-            "started_at": [f"CREATE INDEX pw_ringing ON {T} (started_at, call_id) WHERE status = 'Ringing'",
+    return {"none": [], "ix_call_due": [ddl], "v1.2.0": [f"CREATE INDEX pw_released ON {T} {RELEASED}"],
+            "per-status": [f"CREATE INDEX pw_ringing ON {T} (started_at, call_id) WHERE status = 'Ringing'",
                            f"CREATE INDEX pw_answered ON {T} (started_at, call_id) WHERE status = 'Answered'"]}
 
 
 KEY = "messenger.call_due_key(s.status, s.started_at, s.updated_at)"
-# Each shape's claim of one batch per phase, oldest due first as the SPEC orders them; for
-# started_at also the Answered phase in started_at order, which a bounded index scan can stop
-# early on (the SPEC's updated_at order has to read and sort every candidate).
+DUE = "messenger.call_is_due(s.status, s.started_at, s.updated_at, %(cutoff)s)"
+# Each shape's claim of one batch per phase: the deployed one as _reap_claim_lane runs it (by
+# started_at, phase 2 too); the same index in the SPEC's order for phase 2 (by updated_at, which
+# has to read and sort every candidate); the released index and claim.
 CLAIMS = {
-    "ix_call_due": {"Ringing": f"s.status = 'Ringing' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id",
-                    "Answered": f"s.status = 'Answered' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id"},
-    "started_at": {"Ringing": "s.status = 'Ringing' AND s.started_at <= %(cutoff)s ORDER BY s.started_at, s.call_id",
-                   "Answered": ("s.status = 'Answered' AND s.started_at <= %(cutoff)s AND s.updated_at <= %(cutoff)s"
-                                " ORDER BY s.updated_at, s.call_id")},
-    "started_at, Answered by started_at": {
-        "Ringing": "s.status = 'Ringing' AND s.started_at <= %(cutoff)s ORDER BY s.started_at, s.call_id",
-        "Answered": ("s.status = 'Answered' AND s.started_at <= %(cutoff)s AND s.updated_at <= %(cutoff)s"
-                     " ORDER BY s.started_at, s.call_id")},
+    "ix_call_due": {"Ringing": f"s.status = 'Ringing' AND {DUE} ORDER BY s.started_at, s.call_id",
+                    "Answered": f"s.status = 'Answered' AND {DUE} ORDER BY s.started_at, s.call_id"},
+    "ix_call_due, Answered by updated_at": {
+        "Ringing": f"s.status = 'Ringing' AND {DUE} ORDER BY s.started_at, s.call_id",
+        "Answered": f"s.status = 'Answered' AND {DUE} ORDER BY s.updated_at, s.call_id"},
+    "v1.2.0": {"Ringing": f"s.status = 'Ringing' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id",
+               "Answered": f"s.status = 'Answered' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id"},
 }
-CLAIM_INDEXES = {"ix_call_due": "ix_call_due", "started_at": "started_at",
-                 "started_at, Answered by started_at": "started_at"}
+CLAIM_INDEXES = {"ix_call_due": "ix_call_due", "ix_call_due, Answered by updated_at": "ix_call_due",
+                 "v1.2.0": "v1.2.0"}
 
 
 def setup(run: Run) -> None:
@@ -135,7 +136,7 @@ def reset(run: Run, shape: str, ddl: dict[str, list[str]], answered: int, ringin
     from the same page layout and pays the same full-page images."""
     a, t0 = run.admin, time.perf_counter()
     for (name,) in a.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass"
-                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|ringing|answered)$'",
+                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|released|ringing|answered)$'",
                              (T,)).fetchall():
         a.execute(f"DROP INDEX {name}")
     a.execute(f"DELETE FROM {T} WHERE started_at > %s", (AS_OF - RECENT,))
@@ -316,7 +317,7 @@ def measured(res: dict) -> tuple[dict, list]:
                                 + (" without full-page images" if key == "nofpi_per" else ""))
         values["writes_p99"] = (statistics.median(dep["p99_x"]),
                                 "median of " + ", ".join(f"{x:.2f}" for x in dep["p99_x"]))
-    for shape in ("started_at",):
+    for shape in ("v1.2.0", "per-status"):
         if s.get(shape) and s[shape][f"{key}_x"]:
             figures.append((f"product WAL per write with the {shape} shape / without the reaper's index"
                             + (", without full-page images" if key == "nofpi_per" else ""),

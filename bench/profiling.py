@@ -50,7 +50,8 @@ def explain_apply(run: Run, batch: int) -> None:
     claim_src = lane_src.split("    WITH claimed AS MATERIALIZED (", 1)[1].split("      FROM bound AS b;", 1)[0]
     select = claim_src.rsplit("      INTO ids,", 1)[0]
     claim_sql = _numbered("WITH claimed AS MATERIALIZED (" + select + "      FROM bound AS b",
-                          ("v_status", "p_lo_key", "p_lo_id", "p_hi_key", "p_hi_id", "p_taken", "p_quarantined", "p_limit"))
+                          ("v_status", "p_cutoff", "p_lo_key", "p_lo_id", "p_hi_key", "p_hi_id", "p_taken", "p_quarantined",
+                           "p_limit"))
     # Parameters bound client-side: EXPLAIN EXECUTE cannot infer the types of bind parameters.
     with run.connect(cursor_factory=psycopg.ClientCursor) as c:
         c.execute("SET plan_cache_mode = force_generic_plan")
@@ -65,14 +66,14 @@ def explain_apply(run: Run, batch: int) -> None:
 
 def _explain_phase(c: psycopg.Connection, ph, batch: int, apply_sql: str, claim_sql: str) -> None:
     # A healthy lane's claim-and-count: the whole due range of the phase, nothing quarantined.
-    c.execute(f"PREPARE bench_claim_{ph.phase} (text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)"
+    c.execute(f"PREPARE bench_claim_{ph.phase} (text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)"
               " AS " + claim_sql)
     c.execute("SET LOCAL enable_sort = off")  # _reap_claim_lane's own settings
     c.execute("SET LOCAL jit = off")
     _print(f"_reap_claim_lane's claim-and-count statement, generic plan, {ph.phase}", c.execute(
         f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{ph.phase}"
-        " (%s::text, '-infinity', %s::uuid, %s::timestamptz, %s::uuid, '{}'::uuid[], false, %s::integer)",
-        (ph.status, UUID_MAX, ph.cutoff, UUID_MAX, batch)).fetchall())
+        " (%s::text, %s::timestamptz, '-infinity', %s::uuid, %s::timestamptz, %s::uuid, '{}'::uuid[], false, %s::integer)",
+        (ph.status, ph.cutoff, UUID_MAX, ph.cutoff, UUID_MAX, batch)).fetchall())
     c.execute("SET LOCAL enable_sort = on")  # _reap_apply's
     # The function's constants for the phase: what its DECLARE section sets from p_phase.
     consts = {"v_from": ph.status, "v_to": ph.new_status, "v_end_reason": ph.end_reason,
@@ -82,7 +83,7 @@ def _explain_phase(c: psycopg.Connection, ph, batch: int, apply_sql: str, claim_
         phase_sql = re.sub(rf"\b{var}\b", st.lit(value), phase_sql)
     c.execute(f"PREPARE bench_apply_{ph.phase} (text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)"
               " AS " + phase_sql)
-    rows = c.execute(st.claim(ph, f"{st.DUE_KEY.format(a='s')}, s.call_id, s.started_at"),
+    rows = c.execute(st.claim(ph, "messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id, s.started_at"),
                      {f"cutoff_{ph.phase}": ph.cutoff, "batch": batch}).fetchall()
     _print(f"_reap_apply's statement, generic plan, {ph.phase}, {len(rows)} calls", c.execute(
         f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_apply_{ph.phase}"

@@ -53,7 +53,9 @@ SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answer
           FROM generate_series(1, %(n)s)) AS t (u)
 """
 
-# Live calls nobody may touch: Ringing for < 40 s, Answered with progress in the last 110 min.
+# Live calls nobody may touch: Ringing for < 40 s, Answered with progress in the last 110 min; a
+# share PW_LONG of the Answered ones started before the stale window (still talking after 2 h:
+# the calls the stale-answered claim, keyed on started_at, walks every cycle).
 LIVE_SQL = """
 INSERT INTO messenger.call_sessions
        (call_id, caller_user_id, callee_user_id, media_type, status, started_at, answered_at, updated_at)
@@ -63,6 +65,8 @@ SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', r.statu
           FROM generate_series(1, %(n)s) AS g (i)) AS p (status, x)
  CROSS JOIN LATERAL (SELECT p.status,
                             CASE WHEN p.status = 'Ringing' THEN %(as_of)s::timestamptz - p.x * interval '40 seconds'
+                                 WHEN random() < %(long)s
+                                 THEN %(as_of)s::timestamptz - interval '2 hours 10 minutes' - p.x * interval '3 hours'
                                  ELSE %(as_of)s::timestamptz - p.x * interval '110 minutes' - interval '5 minutes' END AS s,
                             CASE WHEN p.status = 'Ringing' THEN %(as_of)s::timestamptz - p.x * interval '40 seconds'
                                  ELSE %(as_of)s::timestamptz - p.x * interval '110 minutes' END AS u) AS r
@@ -136,7 +140,7 @@ def reset_recent(run: Run, ringing: int, answered: int, live: int) -> None:
     a.execute("TRUNCATE messenger.realtime_outbox, messenger.call_reaper_runs, messenger.call_reaper_quarantine")
     a.execute(RINGING_DUE_SQL, {"n": ringing, "as_of": AS_OF})
     a.execute(ANSWERED_STALE_SQL, {"n": answered, "as_of": AS_OF})
-    a.execute(LIVE_SQL, {"n": live, "as_of": AS_OF})
+    a.execute(LIVE_SQL, {"n": live, "as_of": AS_OF, "long": run.args.pw_long})
     # INDEX_CLEANUP ON: on a big table, VACUUM skips index vacuuming when under 2 % of the heap
     # pages hold dead rows (PostgreSQL 14+), which at 10M calls left the previous drain's dead
     # entries in the partial indexes for every following cycle to walk.
@@ -163,7 +167,7 @@ def check_drained(run: Run, name: str) -> None:
     left = rows_want = 0
     for ph in run.phases:
         left += a.execute("SELECT count(*) FROM messenger.call_sessions AS c WHERE c.started_at > %s AND c.status = %s"
-                          "   AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= %s",
+                          "   AND messenger.call_is_due(c.status, c.started_at, c.updated_at, %s)",
                           (AS_OF - RECENT, ph.status, ph.cutoff)).fetchone()[0]
         rows_want += seeded[ph.status] * ph.outbox_rows_per_call
     rows = a.execute("SELECT count(*) FROM messenger.realtime_outbox").fetchone()[0]

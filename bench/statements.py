@@ -15,7 +15,7 @@ import uuid
 from common import AS_OF
 from phases import Phase
 
-DUE_KEY = "messenger.call_due_key({a}.status, {a}.started_at, {a}.updated_at)"
+DUE = "messenger.call_is_due({a}.status, {a}.started_at, {a}.updated_at, %(cutoff_{phase})s)"
 
 
 def lit(text: str) -> str:
@@ -29,15 +29,14 @@ def params(phases: list[Phase], batch: int | None = None) -> dict:
 
 
 def due(ph: Phase, a: str) -> str:
-    """Calls of this phase due at AS_OF: a range of ix_call_due."""
-    return f"{a}.status = {lit(ph.status)} AND {DUE_KEY.format(a=a)} <= %(cutoff_{ph.phase})s"
+    """Calls of this phase due at AS_OF (the reaper's rule): a range of ix_call_due."""
+    return f"{a}.status = {lit(ph.status)} AND {DUE.format(a=a, phase=ph.phase)}"
 
 
 def claim(ph: Phase, columns: str, limit: str = "%(batch)s") -> str:
-    """One batch of the phase, oldest due first, rows the product holds passed over."""
-    key = DUE_KEY.format(a="s")
+    """One batch of the phase in the reaper's order (started_at), rows the product holds passed over."""
     return (f"SELECT {columns} FROM messenger.call_sessions AS s WHERE {due(ph, 's')}"
-            f" ORDER BY {key}, s.call_id LIMIT {limit} FOR NO KEY UPDATE SKIP LOCKED")
+            f" ORDER BY s.started_at, s.call_id LIMIT {limit} FOR NO KEY UPDATE SKIP LOCKED")
 
 
 def _case(phases: list[Phase], expr: str, src: str, dst: str) -> str:

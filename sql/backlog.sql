@@ -1,6 +1,7 @@
 -- Backlog: active calls already past their window now, per phase, and how late the oldest is.
 -- The phases, their statuses and the setting holding each window are messenger.call_reaper_phases();
--- due is the reaper's one rule, messenger.call_due_key (a range scan of ix_call_due per phase).
+-- due is the reaper's one rule, messenger.call_is_due (a range scan of ix_call_due per phase); a
+-- call's due_at is when its window ended (messenger.call_due_key: started_at or, Answered, updated_at).
 -- Quarantined calls (not retried before next_attempt_at) are counted separately.
 --   psql -X -d messenger -f sql/backlog.sql
 -- The status column's type (text, varchar or the service's enum), so a phase's status compares
@@ -19,7 +20,7 @@ SELECT o.phase,
                  CROSS JOIN messenger.call_reaper_settings AS s) AS p
           JOIN messenger.call_sessions AS c
             ON c.status = p.status
-           AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= clock_timestamp() - p.timeout) AS o
+           AND messenger.call_is_due(c.status, c.started_at, c.updated_at, clock_timestamp() - p.timeout)) AS o
   LEFT JOIN messenger.call_reaper_quarantine AS q ON q.call_id = o.call_id
  GROUP BY o.phase
  ORDER BY o.phase;

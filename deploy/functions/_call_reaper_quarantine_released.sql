@@ -33,7 +33,7 @@ BEGIN
      WHERE c.call_id = OLD.call_id
        AND p.phase = f.phase
        AND c.status::text = p.status
-       AND (messenger.call_due_key(c.status, c.started_at, c.updated_at), c.call_id) < (f.due_key, f.call_id);
+       AND (c.started_at, c.call_id) < (f.due_key, f.call_id);   -- a floor is a position of ix_call_due
     RETURN NULL;
 END
 $$;

@@ -4,10 +4,14 @@ BEGIN;
 
 -- Contract: the retry lane of a phase: claims, FOR NO KEY UPDATE SKIP LOCKED, the quarantined
 -- calls of p_phase whose backoff expired by p_as_of, oldest next_attempt_at first, at most
--- p_share of them, that are still due (status p_status, due key <= p_cutoff); returns them in
--- due order. The quarantine rows it reads whose call is no longer due in this phase (closed,
--- answered, progressed, gone) are deleted in the same statement: the quarantine cleans itself
--- up as backoffs expire, reading only rows it looks at anyway.
+-- p_share of them, that are still due (status p_status, messenger.call_is_due at p_cutoff);
+-- returns them in started_at order, with the instant each one's window counted from
+-- (messenger.call_due_key, for the close's lag). The quarantine rows it reads whose call is no
+-- longer due in this phase (closed, answered, progressed, gone) are deleted in the same
+-- statement: the quarantine cleans itself up as backoffs expire, reading only rows it looks at
+-- anyway.
+-- Reworked after v1.2.0: "still due" is messenger.call_is_due (started_at, and updated_at for
+-- an Answered call), the rule the other lanes claim by.
 CREATE OR REPLACE FUNCTION messenger._reap_claim_retries(
     p_phase     text,
     p_status    text,
@@ -37,18 +41,17 @@ BEGIN
          WHERE q.call_id = e.call_id
            AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
                             WHERE s.call_id = e.call_id AND s.status = v_status
-                              AND messenger.call_due_key(s.status, s.started_at, s.updated_at) <= p_cutoff)
+                              AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff))
     ), claimed AS MATERIALIZED (
-        SELECT s.call_id, s.started_at, k.due_key
+        SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
           FROM messenger.call_sessions AS s
-         CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
          WHERE s.call_id = ANY (ARRAY(SELECT e.call_id FROM expired AS e))  -- primary-key probes
-           AND s.status = v_status AND k.due_key <= p_cutoff
+           AND s.status = v_status AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
            FOR NO KEY UPDATE OF s SKIP LOCKED
     )
-    SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}'),
-           coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}'),
-           coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}')
+    SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
+           coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}'),
+           coalesce(array_agg(c.due_key ORDER BY c.started_at, c.call_id), '{}')
       INTO ids, started, keys
       FROM claimed AS c;
 END

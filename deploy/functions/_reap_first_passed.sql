@@ -2,11 +2,15 @@
 
 BEGIN;
 
--- Contract: the first healthy call of a phase's status in the index range [(p_lo_key, p_lo_id),
--- (p_hi_key, p_hi_id)] that the claim did not take (not in p_claimed, not quarantined when
--- p_quarantined): where the claim floor must stop after a lane passed row-locked calls. Read in
--- a later snapshot than the claim's, which can only find that call or one committed since,
--- earlier. NULL when there is none any more.
+-- Contract: the first healthy call of a phase's status in the ix_call_due range
+-- [(p_lo_key, p_lo_id), (p_hi_key, p_hi_id)] of (started_at, call_id) that the claim did not
+-- take (not in p_claimed, not quarantined when p_quarantined): where the claim floor must stop
+-- after a lane passed row-locked calls. Read in a later snapshot than the claim's, which can
+-- only find that call or one committed since, earlier. NULL when there is none any more.
+-- Called only for a phase that keeps a claim floor (messenger._reap_floor_trusted: Ringing),
+-- whose calls in that range are all due (messenger.call_is_due at p_hi_key, which also proves
+-- ix_call_due's predicate).
+-- Reworked after v1.2.0: keyed on started_at, ix_call_due's new key.
 CREATE OR REPLACE FUNCTION messenger._reap_first_passed(
     p_status      text,
     p_lo_key      timestamptz,
@@ -22,20 +26,21 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
+SET enable_incremental_sort = off
 SET jit = off
 AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;
 BEGIN
-    SELECT k.due_key, s.call_id INTO due_key, call_id
+    SELECT s.started_at, s.call_id INTO due_key, call_id
       FROM messenger.call_sessions AS s
-     CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
      WHERE s.status = v_status
-       AND (k.due_key, s.call_id) >= (p_lo_key, p_lo_id) AND k.due_key <= p_hi_key
-       AND (k.due_key, s.call_id) <= (p_hi_key, p_hi_id)
+       AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_hi_key)
+       AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= p_hi_key
+       AND (s.started_at, s.call_id) <= (p_hi_key, p_hi_id)
        AND s.call_id <> ALL (p_claimed)
        AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-     ORDER BY k.due_key, s.call_id
+     ORDER BY s.started_at, s.call_id
      LIMIT 1;
 END
 $$;

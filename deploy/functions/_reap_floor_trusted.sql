@@ -15,7 +15,12 @@ BEGIN;
 --   (c) the call it was set at (its anchor) still exists: TRUNCATE, DELETE or a restore changed
 --       what lies below it otherwise;
 --   (d) call_sessions has not been vacuumed since (p_vacuums is its VACUUM count now): VACUUM
---       removed the dead entries it steps over, so it saves nothing any more.
+--       removed the dead entries it steps over, so it saves nothing any more;
+--   (e) the phase is the Ringing one, whose key (started_at) alone says when a call is due.
+--       An Answered call is due by updated_at, which ix_call_due does not order: a call still
+--       talking below a floor becomes due later without moving, so that phase's backlog lane
+--       starts at the beginning every cycle. messenger._reap_save_floor keeps no floor for it
+--       either (the same test); this one also refuses a floor an older release stored.
 -- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
 -- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
 -- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
@@ -32,6 +37,7 @@ AS $$
 BEGIN
     -- Never NULL: a cycle from no loop (after_run NULL) at the setter's as_of is a plain no.
     RETURN p_floor.phase IS NOT NULL
+        AND p_floor.phase IN (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.status = 'Ringing')
         AND (p_run.as_of > p_floor.as_of
              OR (p_run.as_of = p_floor.as_of AND coalesce(p_floor.run_id = p_run.after_run, false)))
         AND p_run.as_of < p_floor.reset_at + p_run.backoff_max
@@ -42,7 +48,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) IS
-    'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(d): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since).';
+    'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(e): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since, the Ringing phase).';
 REVOKE ALL ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

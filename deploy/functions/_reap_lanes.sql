@@ -11,9 +11,10 @@ BEGIN;
 -- messenger._reap_floor_trusted says a cycle may trust it (checks (a)-(d) live there).
 -- Otherwise the lane starts at the beginning ('-infinity', c_uuid_max). While this phase has
 -- 16 quarantine rows or more the start then moves over the quarantined calls that follow it: to the
--- first healthy or row-locked call up to fresh_from, or with none, to the last call before
--- fresh_from (never fresh_from itself: a call committed late with an older key would be
--- passed over), so the next cycle does not walk them again.
+-- first healthy or row-locked due call up to fresh_from, or with none, to the last due call
+-- before fresh_from (never fresh_from itself: a call committed late with an older key would be
+-- passed over), so the next cycle does not walk them again. Lanes are ranges of ix_call_due's
+-- key (started_at, call_id); a call in them is due by messenger.call_is_due at the cutoff.
 -- Why shaped so: docs/design.md, "Claiming".
 -- Reworked after v1.2.0: it takes the phase's messenger.call_reaper_phase_run and returns
 -- that named row, instead of 6 parameters and 16 OUT parameters. Its callers are PL/pgSQL,
@@ -26,6 +27,7 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
+SET enable_incremental_sort = off
 SET jit = off
 AS $$
 DECLARE
@@ -96,23 +98,23 @@ BEGIN
         -- The first healthy (or row-locked) call from the start; with none up to fresh_from, the
         -- last call before it. The second branch runs only when the first finds nothing.
         SELECT x.due_key, x.call_id, x.healthy INTO v_key, v_id, v_healthy
-          FROM ((SELECT k.due_key, s.call_id, true AS healthy
+          FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM messenger.call_sessions AS s
-                  CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
                   WHERE s.status = v_status
-                    AND (k.due_key, s.call_id) >= (l.backlog_key, l.backlog_id)
-                    AND k.due_key <= l.fresh_from
+                    AND messenger.call_is_due(s.status, s.started_at, s.updated_at, l.cutoff)
+                    AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
+                    AND s.started_at <= l.fresh_from
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-                  ORDER BY k.due_key, s.call_id
+                  ORDER BY s.started_at, s.call_id
                   LIMIT 1)
                 UNION ALL
-                (SELECT k.due_key, s.call_id, false
+                (SELECT s.started_at, s.call_id, false
                    FROM messenger.call_sessions AS s
-                  CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
                   WHERE s.status = v_status
-                    AND (k.due_key, s.call_id) >= (l.backlog_key, l.backlog_id)
-                    AND k.due_key <= l.fresh_from
-                  ORDER BY k.due_key DESC, s.call_id DESC
+                    AND messenger.call_is_due(s.status, s.started_at, s.updated_at, l.cutoff)
+                    AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
+                    AND s.started_at <= l.fresh_from
+                  ORDER BY s.started_at DESC, s.call_id DESC
                   LIMIT 1)) AS x
          LIMIT 1;
         IF FOUND THEN

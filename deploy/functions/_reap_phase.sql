@@ -5,7 +5,7 @@ BEGIN;
 -- Contract: runs one phase of one cycle inside the caller's transaction (the caller holds the
 -- single-runner lock). p_run (messenger.call_reaper_phase_run) holds all it is told: the phase
 -- (of messenger.call_reaper_phases(); unknown: 22023 before any read), the run id and as_of, the
--- window (a call is due when messenger.call_due_key(...) <= as_of - timeout), the batch size, the
+-- window (a call is due when messenger.call_is_due(..., as_of - timeout)), the batch size, the
 -- fresh lane's width (the polling interval), the quarantine backoffs, the subtransaction budget
 -- and the previous cycle of the caller's drain or catch-up loop (or NULL).
 --
@@ -18,10 +18,14 @@ BEGIN;
 --            known-poison calls). Their rows whose call is no longer due in this phase (closed,
 --            answered, progressed, gone) are deleted: the quarantine cleans itself up as the
 --            backoffs expire, reading only rows it looks at anyway.
---   fresh    healthy calls (not quarantined) due within the last fresh width, oldest first: the
---            ones the SLO (due + polling interval) still covers.
---   backlog  healthy calls due earlier, oldest first, in the batch's remaining room, from the
---            claim floor (_reap_lanes checks it, _reap_save_floor moves it).
+--   fresh    healthy calls (not quarantined) due that started within the last fresh width
+--            before the cutoff, oldest first: for Ringing, the ones the SLO (due + polling
+--            interval) still covers.
+--   backlog  healthy due calls that started earlier, oldest first, in the batch's remaining
+--            room, from the claim floor (_reap_lanes checks it, _reap_save_floor moves it; the
+--            Ringing phase only: an Answered backlog lane starts at the beginning).
+-- A lane is a range of ix_call_due's key, (started_at, call_id); phase 2's order is started_at
+-- too, not the SPEC's updated_at (which a progress update changes: docs/design.md).
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
 -- or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold it to that) together
 -- with its skipped_locked count: healthy due calls inside the range it walked (up to the last
@@ -40,7 +44,9 @@ BEGIN;
 --   * plan_cache_mode = force_generic_plan: planned once per session, not once per cycle (on a
 --     partitioned call_sessions, once per partition per cycle); the generic plans are the same
 --     range scans and prune partitions at executor start-up;
---   * enable_sort = off: a claim walks ix_call_due in due order and never sorts a lane;
+--   * enable_sort = off, enable_incremental_sort = off: a claim walks ix_call_due in key order
+--     and never sorts a lane (a product index on (status, started_at), as the stand-in's
+--     ix_call_active, plus an incremental sort on call_id would otherwise look cheaper);
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
 -- Reworked after v1.2.0: one messenger.call_reaper_phase_run instead of 10 parameters; dropped
@@ -59,6 +65,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
+SET enable_incremental_sort = off
 SET jit = off
 AS $$
 DECLARE
@@ -123,8 +130,8 @@ BEGIN
         EXIT WHEN v_limit <= 0;
         SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped
           INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped
-          FROM messenger._reap_claim_lane(v_status::text, v_lo_key, v_lo_id, v_hi_key, v_hi_id, v_ids,
-                                          v_lanes.quarantined, v_limit) AS c;
+          FROM messenger._reap_claim_lane(v_status::text, v_lanes.cutoff, v_lo_key, v_lo_id, v_hi_key, v_hi_id,
+                                          v_ids, v_lanes.quarantined, v_limit) AS c;
         skipped_locked := skipped_locked + v_skipped;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);
@@ -134,7 +141,7 @@ BEGIN
             CONTINUE;
         ELSIF v_lane = 2 THEN
             v_backlog.ids := v_lane_ids;
-            v_backlog.keys := v_lane_key;
+            v_backlog.keys := v_lane_st;   -- the floor is a position of ix_call_due: started_at
             v_backlog.upto_key := v_upto_key;
             v_backlog.upto_id := v_upto_id;
             v_backlog.skipped := v_skipped;
@@ -171,7 +178,7 @@ BEGIN
     -- the calls left untried it needs the first one up to the backlog lane's end.
     v_backlog.deferred := v_close.deferred;
     IF v_close.first_deferred <= v_n_fresh + cardinality(v_retry_ids) + cardinality(v_backlog.ids) THEN
-        v_backlog.deferred_key := v_keys[v_close.first_deferred];
+        v_backlog.deferred_key := v_started[v_close.first_deferred];
         v_backlog.deferred_id := v_ids[v_close.first_deferred];
     END IF;
     PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);

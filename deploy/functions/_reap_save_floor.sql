@@ -19,7 +19,9 @@ BEGIN;
 -- Whether it is kept: only where it saves work, that is while full backlog lanes move it (mid-
 -- drain), once the backlog lanes closed c_keep_after calls from it (passed), or past 16
 -- quarantined calls (p_lanes.over_quarantine); otherwise there is no floor and the next cycle
--- walks from the start.
+-- walks from the start. Never for the Answered phase: its key (started_at) does not say when
+-- its calls are due, so a floor would hide a call that becomes due later (the same test as
+-- messenger._reap_floor_trusted's check (e); a row an older release stored is deleted).
 -- Swept: unless a full lane moved it or calls were left untried, once nothing below it can be
 -- missing: the cycle started from the beginning (no trusted floor), or it was swept already, or
 -- the sweep below it ran and found nothing left.
@@ -71,7 +73,8 @@ BEGIN
         v_id := p_lanes.backlog_id;
     END IF;
     v_passed := coalesce(p_lanes.floor_passed, 0) + v_n;
-    IF NOT (p_outcome."full" OR v_passed >= c_keep_after OR p_lanes.over_quarantine) THEN
+    IF NOT (p_outcome."full" OR v_passed >= c_keep_after OR p_lanes.over_quarantine)
+       OR p_lanes.status <> 'Ringing' THEN
         v_key := '-infinity';
     END IF;
     v_swept := NOT p_outcome."full" AND p_outcome.deferred = 0

@@ -12,10 +12,11 @@ BEGIN;
 --
 -- Backlog = active calls already past their window at now(), per phase of
 -- messenger.call_reaper_phases() (its status, and its window: the setting its timeout_setting
--- names), with the reaper's own due rule (messenger.call_due_key `<=` the cutoff), so it is
+-- names), with the reaper's own due rule (messenger.call_is_due at the cutoff), so it is
 -- exactly what the next cycle would find due if it had no batch limit. Each count is a range
--- scan of ix_call_due that stops at the cutoff: calls still inside their window and ended calls
--- are not read. PL/pgSQL for the status: a variable of the column's type (the product's may be
+-- scan of ix_call_due (status, started_at) that stops at the cutoff: ended calls and calls that
+-- started inside the window are not read; the Answered count also reads the calls still talking
+-- that started before the window (their updated_at is tested on the way). PL/pgSQL for the status: a variable of the column's type (the product's may be
 -- an enum, which a text value from the phase table cannot be compared with) keeps the count an
 -- index range of ix_call_due, which a cast of the column to text would not.
 -- Quarantined calls are still counted: they are overdue and not closed. The quarantine size
@@ -95,7 +96,7 @@ BEGIN
         v_backlog := v_backlog || jsonb_build_object(v_phase.phase,
             (SELECT count(*) FROM messenger.call_sessions AS c
               WHERE c.status = v_status
-                AND messenger.call_due_key(c.status, c.started_at, c.updated_at) <= v_phase.cutoff));
+                AND messenger.call_is_due(c.status, c.started_at, c.updated_at, v_phase.cutoff)));
     END LOOP;
 
     RETURN QUERY

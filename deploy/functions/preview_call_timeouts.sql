@@ -9,9 +9,12 @@ BEGIN;
 -- (SQLSTATE 22023) as the reaper, and the same lanes: messenger._reap_lanes, which the cycle
 -- claims from too (claim floor included), per phase of messenger.call_reaper_phases():
 -- quarantined calls whose backoff expired (at most ceil(batch_size / 10), never more than 8),
--- then healthy calls due within the last polling interval, then older healthy ones from the
--- claim floor, oldest due first, and at a drain's end the calls below the floor it sweeps,
--- batch_size in all. Rows come per phase in due order.
+-- then healthy due calls that started within the last polling interval before the cutoff, then
+-- older healthy ones from the claim floor, and at a drain's end the calls below the floor it
+-- sweeps, batch_size in all. Due is messenger.call_is_due; rows come per phase in the claim's
+-- order, started_at then call_id (for Answered calls too: not by updated_at, docs/design.md).
+-- due_at is when the call's window ended: started_at + ring_timeout for a Ringing call,
+-- updated_at + stale_timeout for an Answered one (messenger.call_due_key + the window).
 -- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
 -- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)
 -- and by what changes in between.
@@ -64,42 +67,43 @@ BEGIN
              ORDER BY q.next_attempt_at, q.call_id
              LIMIT least(8, (v_batch + 9) / 10)
         ), retry AS (
-            SELECT s.call_id, s.status, k.due_key,
+            SELECT s.call_id, s.status, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
                    format('quarantined (backoff expired at %s): retried', e.next_attempt_at) AS why
               FROM expired AS e
               JOIN messenger.call_sessions AS s ON s.call_id = e.call_id
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
-             WHERE s.status = v_status AND k.due_key <= v_lanes.cutoff
+             WHERE s.status = v_status AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
         ), fresh AS (
-            SELECT s.call_id, s.status, k.due_key, 'due within the last polling interval'::text AS why
+            SELECT s.call_id, s.status, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   'started within the last polling interval before the cutoff'::text AS why
               FROM messenger.call_sessions AS s
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
-             WHERE s.status = v_status
-               AND (k.due_key, s.call_id) >= (v_lanes.fresh_from, c_uuid_max) AND k.due_key <= v_lanes.cutoff
+             WHERE s.status = v_status AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
+               AND (s.started_at, s.call_id) >= (v_lanes.fresh_from, c_uuid_max) AND s.started_at <= v_lanes.cutoff
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-             ORDER BY k.due_key, s.call_id
+             ORDER BY s.started_at, s.call_id
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry), 0)
         ), backlog AS (
-            SELECT s.call_id, s.status, k.due_key, 'backlog, oldest due first'::text AS why
+            SELECT s.call_id, s.status, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   'backlog, oldest started first'::text AS why
               FROM messenger.call_sessions AS s
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
              WHERE NOT v_lanes.backlog_empty AND s.status = v_status
-               AND (k.due_key, s.call_id) >= (v_lanes.backlog_key, v_lanes.backlog_id)
-               AND k.due_key <= v_lanes.fresh_from
+               AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
+               AND (s.started_at, s.call_id) >= (v_lanes.backlog_key, v_lanes.backlog_id)
+               AND s.started_at <= v_lanes.fresh_from
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-             ORDER BY k.due_key, s.call_id
+             ORDER BY s.started_at, s.call_id
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
         ), sweep AS (
             -- A drain's end: the backlog lane came up short above a floor full lanes moved.
-            SELECT s.call_id, s.status, k.due_key, 'below the claim floor a drain left (its end sweeps there)'::text AS why
+            SELECT s.call_id, s.status, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                   'below the claim floor a drain left (its end sweeps there)'::text AS why
               FROM messenger.call_sessions AS s
-             CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
              WHERE v_lanes.floor_key IS NOT NULL AND NOT v_lanes.floor_swept AND s.status = v_status
-               AND (k.due_key, s.call_id) <= (v_lanes.floor_key, v_lanes.floor_id)
+               AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
+               AND (s.started_at, s.call_id) <= (v_lanes.floor_key, v_lanes.floor_id)
                AND s.call_id NOT IN (SELECT b.call_id FROM backlog AS b)
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
                AND (SELECT count(*) FROM backlog) < v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
-             ORDER BY k.due_key, s.call_id
+             ORDER BY s.started_at, s.call_id
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
                             - (SELECT count(*) FROM backlog), 0)
         )
@@ -111,7 +115,7 @@ BEGIN
                       v_timeout, c.why)
           FROM (SELECT * FROM retry UNION ALL SELECT * FROM fresh UNION ALL SELECT * FROM backlog
                 UNION ALL SELECT * FROM sweep) AS c
-         ORDER BY c.due_key, c.call_id;
+         ORDER BY c.started_at, c.call_id;
     END LOOP;
 END
 $$;

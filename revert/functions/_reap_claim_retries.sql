@@ -1,7 +1,10 @@
 -- Revert call_timeout_reaper:functions/_reap_claim_retries from pg
+-- Back to the released routine (v1.1.0, v1.2.0), on call_due_key: the same signature, so the
+-- released deploy script replaces it.
+-- No transaction: Sqitch runs this revert after indexes/ix_call_due (the next change) failed,
+-- never the failed change's own revert: whatever its build left of the reaper's (an INVALID
+-- ix_call_due_next, parts attached to nothing) goes first, with DROP INDEX CONCURRENTLY.
 
-BEGIN;
+SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
 
-DROP FUNCTION IF EXISTS messenger._reap_claim_retries(text, text, timestamptz, timestamptz, integer);
-
-COMMIT;
+\ir ../../deploy/functions/_reap_claim_retries@v1.1.0.sql

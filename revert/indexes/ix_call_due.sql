@@ -1,9 +1,13 @@
 -- Revert call_timeout_reaper:indexes/ix_call_due from pg
--- Back to v1.1.0's index: the reaper's valid ix_call_due stays, with v1.1.0's comment (that
--- release's revert, next in a full revert, drops it); a product's index of the name was never
--- recorded and stays too.
--- No transaction: unfinished builds of the reaper's go with DROP INDEX CONCURRENTLY. Sqitch runs
--- this revert after indexes/ux_realtime_outbox_call_event failed (never the failed change's own
--- revert), so whatever that build left goes here as well.
+-- Back to the released index (v1.1.0, v1.2.0): (status, call_due_key(status, started_at,
+-- updated_at), call_id), built the way the deploy builds the new one (the same script, given
+-- that definition): online beside it as ix_call_due_next, the new one dropped concurrently,
+-- renamed, with v1.1.0's comment (its revert, next in a full revert, drops it). A product's
+-- index of the name was never recorded and stays as it is.
+-- No transaction: CREATE INDEX CONCURRENTLY and DROP INDEX CONCURRENTLY cannot run in one.
+-- This change is reverted before the claim's routines are (it comes after them in the plan):
+-- they read the new index until the old one replaces it, then they are reverted too.
 
-SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
+\set definition '(status, messenger.call_due_key(status, started_at, updated_at), call_id) WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL'
+\set reverting true
+\ir ../../deploy/indexes/ix_call_due.sql

@@ -20,10 +20,10 @@ CREATE FUNCTION pg_temp.below_floor(p_as_of timestamptz) RETURNS integer LANGUAG
      CROSS JOIN messenger.call_reaper_settings AS st
       JOIN messenger.call_sessions AS s
         ON s.status = p.status
-       AND (messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id) < (f.due_key, f.call_id)
+       AND (s.started_at, s.call_id) < (f.due_key, f.call_id)
      WHERE NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-       AND messenger.call_due_key(s.status, s.started_at, s.updated_at)
-           <= p_as_of - (to_jsonb(st) ->> p.timeout_setting)::interval
+       AND messenger.call_is_due(s.status, s.started_at, s.updated_at,
+                                 p_as_of - (to_jsonb(st) ->> p.timeout_setting)::interval)
 $$;
 
 CREATE TEMP TABLE c1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 100, as_of => '2100-01-01 12:00+00');

@@ -1,6 +1,6 @@
 -- The ring-timeout claim never scans call_sessions sequentially and never walks a call that is
--- not overdue: its plan is an index range scan bounded by the cutoff (the one due-rule index
--- ix_call_due), in the generic plan PL/pgSQL may cache as well as in a custom one, and on a
+-- not overdue: its plan is an index range scan of ix_call_due on started_at bounded by the
+-- cutoff, in the generic plan PL/pgSQL may cache as well as in a custom one, and on a
 -- table where live and archived calls far outnumber the overdue ones. The statement explained
 -- is checked to be, word for word, the claim _reap_phase runs.
 BEGIN;
@@ -18,6 +18,7 @@ ANALYZE messenger.call_sessions;
 \set status Ringing
 \set cutoff '2100-01-01 11:59:15+00'
 \set cutoff_shown '2100-01-01 11:59:15+00'
+\set talking 0
 \ir fixtures/claim_plan.sql
 
 SELECT * FROM finish();

@@ -1,6 +1,9 @@
--- An idle cycle (nothing overdue) reads no call: no sequential scan of call_sessions and no
--- index entry of a live or archived call, however many there are, so its cost stays flat as
--- the table grows. With a few overdue calls it reads those and nothing else. Measured on the
+-- An idle cycle (nothing overdue) reads no call but the Answered calls still talking that
+-- started before the stale window: no sequential scan of call_sessions and no index entry of an
+-- archived call, a live Ringing call or an Answered call that started inside the window, however
+-- many there are, so its cost grows only with the calls that outlast the window (ix_call_due's
+-- key is started_at, which a progress update never changes; docs/design.md). With a few overdue
+-- calls it reads those too and nothing else. Measured on the
 -- real function through this transaction's own scan counters (pg_stat_get_xact_*), so it
 -- catches any statement of the cycle, not only the claims.
 BEGIN;
@@ -8,6 +11,9 @@ SELECT plan(8);
 
 \ir fixtures/live_and_archived_calls.sql
 ANALYZE messenger.call_sessions;
+-- The fixture's live Answered calls that started before the stale cutoff (10:00): still talking.
+SELECT count(*) AS talking FROM messenger.call_sessions
+ WHERE status = 'Answered' AND started_at <= '2100-01-01 10:00+00' AND updated_at > '2100-01-01 10:00+00' \gset
 
 CREATE TEMP TABLE reads (label text, scans bigint, seq_rows bigint, index_entries bigint);
 CREATE FUNCTION pg_temp.snapshot(p_label text) RETURNS void LANGUAGE sql AS $$
@@ -33,9 +39,12 @@ SELECT is((SELECT a.scans - b.scans FROM reads a, reads b WHERE a.label = 'after
           0::bigint, 'the idle cycle never scans call_sessions sequentially');
 SELECT is((SELECT a.seq_rows - b.seq_rows FROM reads a, reads b WHERE a.label = 'after idle' AND b.label = 'before idle'),
           0::bigint, 'the idle cycle reads no call_sessions row sequentially');
+-- Each one twice: by the stale-answered lane's claim and by its skipped-locked count.
 SELECT is((SELECT a.index_entries - b.index_entries FROM reads a, reads b
             WHERE a.label = 'after idle' AND b.label = 'before idle'),
-          0::bigint, 'the idle cycle reads no index entry of 4 000 live and 20 000 archived calls');
+          2 * :talking::bigint,
+          'the idle cycle reads no index entry of 20 000 archived, 2 000 live Ringing or the Answered calls that started inside the window: only the '
+          || :talking || ' Answered calls still talking after it, twice');
 
 -- Three overdue Ringing calls and two stale Answered ones among them.
 INSERT INTO messenger.call_sessions
@@ -56,10 +65,11 @@ SELECT is((SELECT a.scans - b.scans FROM reads a, reads b WHERE a.label = 'after
           0::bigint, 'the busy cycle never scans call_sessions sequentially');
 -- Each overdue entry is read at most three times: by the claim, by the skipped-locked count
 -- and by the UPDATE's lookup of the claimed call (which may use ix_call_due too); plus, per
--- phase, the first healthy entry above the claim floor, which the floor probe reads.
+-- phase, the first healthy entry above the claim floor, which the floor probe reads; plus the
+-- Answered calls still talking, twice, as in the idle cycle.
 SELECT cmp_ok((SELECT a.index_entries - b.index_entries FROM reads a, reads b
                 WHERE a.label = 'after busy' AND b.label = 'before busy'),
-              '<=', 3 * 5 + 2::bigint, 'the busy cycle reads only index entries of overdue calls');
+              '<=', 3 * 5 + 2 + 2 * :talking::bigint, 'the busy cycle reads only index entries of overdue calls and of those still talking');
 SELECT cmp_ok((SELECT a.index_entries - b.index_entries FROM reads a, reads b
                 WHERE a.label = 'after busy' AND b.label = 'before busy'),
               '>=', 5::bigint, 'the counters do see the overdue entries the claims read');

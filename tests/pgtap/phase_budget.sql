@@ -15,7 +15,8 @@ SELECT gen_random_uuid(), '00000000-0000-0000-0000-00000000dead', gen_random_uui
   FROM generate_series(1, 200) AS g
 UNION ALL
 SELECT gen_random_uuid(), CASE WHEN g = 0 THEN gen_random_uuid() ELSE '00000000-0000-0000-0000-00000000dead' END,
-       gen_random_uuid(), 'Audio', 'Answered', '2100-01-01 00:00+00'::timestamptz, '2100-01-01 00:00+00'::timestamptz,
+       gen_random_uuid(), 'Audio', 'Answered', '2100-01-01 00:00+00'::timestamptz + g * interval '1 second',
+       '2100-01-01 00:00+00'::timestamptz + g * interval '1 second',
        '2100-01-01 00:00+00'::timestamptz + g * interval '1 second'
   FROM generate_series(0, 100) AS g;
 

@@ -34,7 +34,7 @@ SELECT bag_eq(
       ('messenger._end_stale_call_reaper_lock()', 'deployer', false, true),
       ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone)', 'messenger_call_reaper_owner', false, true),
-      ('messenger._reap_claim_lane(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean,integer)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_claim_lane(text,timestamp with time zone,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_claim_retries(text,text,timestamp with time zone,timestamp with time zone,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_close(messenger.call_reaper_phase_run,uuid[],timestamp with time zone[],timestamp with time zone[],integer,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper_owner', true, true),
@@ -48,6 +48,7 @@ SELECT bag_eq(
       ('messenger.call_reaper_job_name(text)', 'deployer', false, false),
       ('messenger.call_reaper_phases()', 'deployer', false, false),
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
+      ('messenger.call_is_due(anyelement,timestamp with time zone,timestamp with time zone,timestamp with time zone)', 'deployer', false, false),
       ('messenger.call_reaper_lock_key()', 'deployer', false, false),
       ('messenger.call_reaper_jobs()', 'deployer', true, true),
       ('messenger.call_reaper_lock_holder()', 'deployer', true, true),
@@ -79,9 +80,9 @@ SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc AS p
                         OR (p.prokind = 'f' AND NOT coalesce(p.proconfig[1] = 'search_path=pg_catalog, pg_temp', false)))),
           '{}'::text[], 'what the deployer''s jobs run is the deployer''s own, search_path pinned');
 
--- EXECUTE beside the owner's own: PUBLIC only on the five inlined pure functions (every writer
--- of call_sessions evaluates call_due_key through ix_call_due; the lock key, the phase rule and
--- the error classes and the job names are constants), the job role on the reaper, the cycle its tick procedure
+-- EXECUTE beside the owner's own: PUBLIC only on the six inlined pure functions (every writer
+-- of call_sessions evaluated call_due_key through the released ix_call_due; the due rule
+-- call_is_due, the lock key, the phase rule and the error classes and the job names are constants), the job role on the reaper, the cycle its tick procedure
 -- chains and that procedure, the monitor role on the metrics read, the owner role (for the
 -- metrics read) on the deployer's view of the single-runner lock's holder.
 SELECT bag_eq(
@@ -92,6 +93,7 @@ SELECT bag_eq(
        WHERE p.pronamespace = 'messenger'::regnamespace AND a.grantee <> p.proowner$$,
     $$VALUES
       ('messenger.call_due_key(anyelement,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
+      ('messenger.call_is_due(anyelement,timestamp with time zone,timestamp with time zone,timestamp with time zone)', 'PUBLIC'),
       ('messenger.call_reaper_lock_key()', 'PUBLIC'),
       ('messenger.call_reaper_phases()', 'PUBLIC'),
       ('messenger.call_reaper_error_class(text)', 'PUBLIC'),

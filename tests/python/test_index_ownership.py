@@ -261,43 +261,90 @@ def test_revert_refuses_while_a_product_index_uses_call_due_key(conn):
         out = done.stdout + done.stderr
         assert done.returncode != 0
         assert "messenger.call_due_key is used by an index that is not the reaper's: messenger.product_due" in out, out
-        assert table_indexes(product) == indexes_before
+        # It stopped at functions/call_due_key: the changes after it stay reverted, among them
+        # ix_call_due's swap (back to the released shape); every other index is as it was.
+        assert [d for d in table_indexes(product) if " ix_call_due " not in d] == \
+            [d for d in indexes_before if " ix_call_due " not in d]
+        assert "call_due_key" in product.execute(DUE_SHAPE).fetchone()[0]
         product.execute("DROP INDEX messenger.product_due")
         sqitch("revert", db, "-y")
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+DUE_SHAPE = "SELECT pg_get_indexdef('messenger.ix_call_due'::regclass)"  # v1.1.0 has no shape function
+
+
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_an_upgrade_keeps_the_released_indexes_and_records_them(conn, partitioned):
+def test_an_upgrade_keeps_the_released_outbox_index_and_swaps_the_due_index_online(conn, partitioned):
+    """v1.1.0's indexes are recorded, not rebuilt; ix_call_due then gets its started_at shape
+    (built beside it as ix_call_due_next, the old one dropped, renamed), and a revert to v1.1.0
+    gives back the released shape the same way."""
     db = "idx_upgrade"
     dsn = product_db(conn, db, partitioned)
     with psycopg.connect(dsn, autocommit=True) as product:
         sqitch("deploy", db, *NO_CRON, "--to", "@v1.1.0")
-        oids = product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
-                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone()
+        ux = product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone()
+        released = product.execute(DUE_SHAPE).fetchone()[0]
+        assert "call_due_key" in released, released
         sqitch("deploy", db, *NO_CRON)
-        assert product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
-                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == oids, \
-            "the upgrade rebuilt a released index"
-        recorded = [r[0] for r in product.execute("SELECT index_name FROM messenger.call_reaper_indexes ORDER BY 1")]
+        sqitch("verify", db, *NO_CRON)
+        assert product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == ux, \
+            "the upgrade rebuilt the released outbox index"
+        shape = product.execute(DUE_SHAPE).fetchone()[0]
+        assert "(status, started_at, call_id)" in shape and "updated_at" not in shape, shape
+        recorded = [r[0] for r in product.execute(
+            "SELECT index_name FROM messenger.call_reaper_indexes WHERE attach_to IS NULL ORDER BY 1")]
         assert recorded == ["ix_call_due", "ux_realtime_outbox_call_event"]
+        assert product.execute("SELECT to_regclass('messenger.ix_call_due_next')").fetchone() == (None,)
+        if partitioned:
+            parts = sorted(r[0] for r in product.execute(
+                "SELECT index_name FROM messenger.call_reaper_indexes WHERE attach_to = 'ix_call_due'"))
+            assert parts == ["call_sessions_default_ix_call_due", "call_sessions_m0_ix_call_due",
+                             "call_sessions_m1_ix_call_due", "call_sessions_m2_ix_call_due"], parts
+            assert product.execute("SELECT count(*) FROM pg_partition_tree('messenger.ix_call_due')"
+                                   " WHERE isleaf").fetchone() == (4,)
         sqitch("revert", db, "-y", "--to", "@v1.1.0")
-        assert product.execute("SELECT 'messenger.ix_call_due'::regclass::oid,"
-                               " 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == oids
+        assert product.execute(DUE_SHAPE).fetchone()[0] == released
+        assert product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == ux
+        assert product.execute("SELECT to_regclass('messenger.ix_call_due_next')").fetchone() == (None,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("partitioned,wait", [(False, WAITS[1]), (True, WAITS[0])])
+def test_an_upgrade_whose_due_index_swap_is_stopped_leaves_nothing_and_the_next_deploy_finishes(
+        conn, partitioned, wait):
+    """The upgrade's build of ix_call_due_next, cancelled at one of its waits: Sqitch reverts the
+    changes since v1.2.0, the one just before it dropping what the build left; the released
+    ix_call_due is untouched. The next deploy swaps it."""
+    db = "idx_swap_stopped"
+    dsn = product_db(conn, db, partitioned)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON, "--to", "@v1.2.0")
+        indexes_before = table_indexes(product)
+        changes_before = deployed_changes(product)
+        relation = "messenger.call_sessions_m1" if partitioned else "messenger.call_sessions"
+        done = stop_build_at(dsn, db, relation, wait, f"LOCK TABLE {relation} IN ROW EXCLUSIVE MODE", "cancel")
+        assert done.returncode != 0 and "Reverting" in done.stdout, done.stdout
+        assert table_indexes(product) == indexes_before, \
+            f"the stopped swap left something on the product's tables\n{done.stdout}"
+        assert deployed_changes(product) == changes_before
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
+        assert "started_at" in product.execute(DUE_SHAPE).fetchone()[0]
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
 def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
     """A partition detached and kept keeps its part of ix_call_due as a standalone index: the
-    deploy's own (<partition>_ix_call_due, recorded) or, on a partition made after the deploy,
-    one PostgreSQL named. Both use messenger.call_due_key; the revert drops them (and nothing
-    else of those tables) instead of refusing to drop the function."""
+    deploy's own (<partition>_ix_call_due, recorded) goes with the revert. One PostgreSQL named,
+    on a partition made after the deploy, names no reaper function (ix_call_due is (status,
+    started_at, call_id)) and was never recorded, so nothing tells it from the service's own
+    index: it stays (README, "Changing the schema"). Nothing else of those tables changes, and
+    the released call_due_key revert no longer finds a part on call_due_key to drop."""
     db = "idx_detached_kept"
     dsn = product_db(conn, db, True)
-    due_indexes = "SELECT count(*) FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
-    kept_indexes = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index
-                       WHERE indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)
-                         AND pg_get_indexdef(indexrelid) NOT LIKE '%call_due_key%'"""
+    on_detached = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index
+                      WHERE indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)"""
     with psycopg.connect(dsn, autocommit=True) as product:
         sqitch("deploy", db, *NO_CRON)
         product.execute("""
@@ -306,15 +353,16 @@ def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
             ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m3;
             ALTER TABLE messenger.call_sessions DETACH PARTITION messenger.call_sessions_m0""")
         parts = sorted(r[0] for r in product.execute(
-            "SELECT indexrelid::regclass::text FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%call_due_key%'"
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE pg_get_indexdef(indexrelid) LIKE '%(status, started_at, call_id)%'"
             " AND indrelid IN ('messenger.call_sessions_m0'::regclass, 'messenger.call_sessions_m3'::regclass)"))
         assert parts == ["messenger.call_sessions_m0_ix_call_due",
-                         "messenger.call_sessions_m3_status_call_due_key_call_id_idx"], parts
-        kept = product.execute(kept_indexes).fetchone()
+                         "messenger.call_sessions_m3_status_started_at_call_id_idx"], parts
+        before = product.execute(on_detached).fetchone()[0]
         done = sqitch("revert", db, "-y", check=False)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert product.execute(due_indexes).fetchone() == (0,)
-        assert product.execute(kept_indexes).fetchone() == kept
+        after = product.execute(on_detached).fetchone()[0]
+        assert sorted(set(before) - set(after)) == [d for d in before if "call_sessions_m0_ix_call_due" in d], after
+        assert set(after) <= set(before)
         assert reaper_objects(product) == []
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 

@@ -7,12 +7,12 @@ with a random batch_size and a non-decreasing as_of. After each cycle the calls,
 rows (in dispatch order) and the reported counts must equal the model's.
 
 The model follows the claim lanes (docs/design.md, "Three lanes per phase";
-deploy/functions/_reap_phase.sql): per phase, first the calls that became due within the last
-polling interval, then the older ones, each by due key (messenger.call_due_key: started_at for
-phase 1, updated_at for phase 2), then call_id. Not "oldest started_at first" for both phases:
-for phase 2 that would sort the whole stale backlog every cycle, and a call the SLO still covers
-goes before the backlog. Within a batch the orders differ only in which calls wait for the next
-cycle.
+deploy/functions/_reap_phase.sql): per phase, the due calls (messenger.call_is_due: a Ringing
+call by started_at, an Answered one by updated_at and started_at) that started within the last
+polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
+for phase 2 too: not the SPEC's updated_at, which a progress update changes), then call_id.
+Within a set, the outbox rows follow the calls' due instants (messenger.call_due_key). The
+claim floor is the Ringing phase's only.
 """
 
 from __future__ import annotations
@@ -100,24 +100,28 @@ class Model:
         return counts[0][0], counts[1][0], counts[0][1] + counts[1][1]
 
     def phase(self, spec, as_of, batch_size, run_id, vacuums):
-        name, status, timeout, key, *_ = spec
+        name, status, timeout = spec[:3]
         cutoff = as_of - timeout
         fresh_from = cutoff - POLL
 
-        def k(c):
-            return (key(c), c.call_id)
+        def k(c):  # ix_call_due's key, both phases
+            return (c.started_at, c.call_id)
+
+        def due(c):  # messenger.call_is_due
+            return c.status == status and c.started_at <= cutoff and (status != "Answered" or c.updated_at <= cutoff)
 
         def lane(lo, hi, taken, limit):
             rows = sorted((c for c in self.calls.values()
-                           if c.status == status and lo <= k(c) <= hi and key(c) <= hi[0]
+                           if due(c) and lo <= k(c) <= hi and c.started_at <= hi[0]
                            and c.call_id not in taken and c.call_id not in self.quarantine), key=k)
             return rows[:limit]
 
-        # _reap_lanes: the floor is trusted only while (a)-(d) hold (the anchor always exists).
+        # _reap_lanes: the floor is trusted only while (a)-(e) hold (the anchor always exists;
+        # (e): the Ringing phase's only).
         mine = [q for q in self.quarantine.values() if q[0] == name]
         floor = self.floors.get(name)
-        trusted = (floor is not None and as_of > floor.as_of and as_of < floor.reset_at + BACKOFF_MAX
-                   and floor.vacuums == vacuums)
+        trusted = (floor is not None and name == "ring_timeout" and as_of > floor.as_of
+                   and as_of < floor.reset_at + BACKOFF_MAX and floor.vacuums == vacuums)
         REACHED["a trusted floor"] += trusted
         REACHED["a floor ignored for a VACUUM"] += floor is not None and floor.vacuums != vacuums
         backlog_lo = (floor.key, floor.call_id) if trusted else (NEG_INF, MAX_ID)
@@ -126,7 +130,7 @@ class Model:
         if mine and (trusted or len(mine) >= MANY_QUARANTINED):
             over_quarantine = True
             walk = sorted((c for c in self.calls.values()
-                           if c.status == status and k(c) >= backlog_lo and key(c) <= fresh_from), key=k)
+                           if due(c) and k(c) >= backlog_lo and c.started_at <= fresh_from), key=k)
             healthy = [c for c in walk if c.call_id not in self.quarantine]
             if healthy or walk:
                 backlog_empty = not healthy
@@ -141,7 +145,7 @@ class Model:
                              if q[0] == name and q[2] <= as_of)[:share]
             for _, cid in expired:
                 c = self.calls.get(cid)
-                if c is not None and c.status == status and key(c) <= cutoff:
+                if c is not None and due(c):
                     retry.append(c)
                 else:
                     del self.quarantine[cid]
@@ -188,7 +192,8 @@ class Model:
             new_floor = backlog_lo
         passed = (floor.passed if trusted else 0) + len(backlog)
         sweep_done = not full and (not trusted or floor.swept or swept)
-        if not (full or passed >= KEEP_AFTER or over_quarantine) or new_floor[0] == NEG_INF:
+        if not (full or passed >= KEEP_AFTER or over_quarantine) or new_floor[0] == NEG_INF \
+                or name != "ring_timeout":
             self.floors.pop(name, None)
         elif not (trusted and new_floor == (floor.key, floor.call_id) and sweep_done == floor.swept):
             self.floors[name] = Floor(new_floor[0], new_floor[1], as_of, reset_at, vacuums,
@@ -240,6 +245,10 @@ def a_call(draw, users):
     else:
         started = T0 - STALE - RING + draw(near) - timedelta(minutes=1)
         updated = T0 - STALE + draw(st.sampled_from(NEAR + EDGE + FAR))
+        # Now and then an Answered call that started on the stale cutoff's edges: due only once
+        # started_at too is past the window, whatever its updated_at (which may precede it).
+        if status == "Answered" and draw(st.sampled_from([False, False, False, True])):
+            started = T0 - STALE + draw(st.sampled_from(NEAR + EDGE))
         # Terminal calls sit exactly where an active one would be due: never touched.
         if status != "Answered":
             started = T0 - RING + draw(near) if draw(st.booleans()) else started

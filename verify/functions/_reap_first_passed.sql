@@ -1,7 +1,15 @@
 -- Verify call_timeout_reaper:functions/_reap_first_passed on pg
+-- It exists and reads the due rule messenger.call_is_due (the released one read call_due_key).
 
 BEGIN;
 
-SELECT 'messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean)'::regprocedure;
+DO $$
+BEGIN
+    IF (SELECT p.prosrc NOT LIKE '%messenger.call_is_due(%' FROM pg_catalog.pg_proc AS p
+         WHERE p.oid = 'messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean)'::pg_catalog.regprocedure) THEN
+        RAISE EXCEPTION 'messenger._reap_first_passed does not claim by messenger.call_is_due';
+    END IF;
+END
+$$;
 
 ROLLBACK;

@@ -1,7 +1,8 @@
 -- Verify call_timeout_reaper:indexes/ix_call_due on pg
 -- It exists and is valid (an interrupted online build leaves an INVALID index that claims cannot
 -- use; a partitioned one is valid once every partition's index is attached), and when it is the
--- reaper's it still has its recorded shape.
+-- reaper's it still has its recorded shape, which names no updated_at (a progress update of an
+-- Answered call stays HOT), and no swap is left half-done (ix_call_due_next).
 
 BEGIN;
 
@@ -16,6 +17,12 @@ BEGIN
                   AND r.shape IS DISTINCT FROM messenger._call_reaper_index_shape(
                           pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name)))) THEN
         RAISE EXCEPTION 'an index recorded as the reaper''s ix_call_due is gone or has another definition: run sqitch deploy again';
+    END IF;
+    IF messenger._call_reaper_index_shape('messenger.ix_call_due'::pg_catalog.regclass) LIKE '%updated_at%' THEN
+        RAISE EXCEPTION 'messenger.ix_call_due indexes updated_at: a progress update of an Answered call is not HOT';
+    END IF;
+    IF pg_catalog.to_regclass('messenger.ix_call_due_next') IS NOT NULL THEN
+        RAISE EXCEPTION 'messenger.ix_call_due_next is left from an unfinished deploy: run sqitch deploy again';
     END IF;
 END
 $$;

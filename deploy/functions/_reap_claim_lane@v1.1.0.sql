@@ -1,0 +1,96 @@
+-- Deploy call_timeout_reaper:functions/_reap_claim_lane to pg
+
+BEGIN;
+
+-- Contract: claims one healthy lane of a phase, FOR NO KEY UPDATE SKIP LOCKED (a call held by
+-- answer-call/end-call is skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts
+-- with the KEY SHARE locks that inserts of child rows take through a foreign key): at most
+-- p_limit calls of status p_status in the ix_call_due range [(p_lo_key, p_lo_id), (p_hi_key,
+-- p_hi_id)], not in p_taken (claimed by an earlier lane), not quarantined when p_quarantined,
+-- oldest due first. Returns them (ids, started, keys, in due order), where the walk stopped
+-- (upto: the last claimed call of a full lane, the range's end otherwise) and skipped: the
+-- healthy calls up to there it passed because another transaction held them (or changed them
+-- after the snapshot). The claim and the count are one statement, so both read one snapshot;
+-- the count walks the claim's range in the claim's order (unordered, the planner would scan
+-- partitions by bitmap or sequentially instead). pgTAP claim_*_plan and
+-- idle_cycle_reads_no_live_rows hold both to a range scan of ix_call_due that stops at the
+-- range's end or the limit.
+CREATE OR REPLACE FUNCTION messenger._reap_claim_lane(
+    p_status      text,
+    p_lo_key      timestamptz,
+    p_lo_id       uuid,
+    p_hi_key      timestamptz,
+    p_hi_id       uuid,
+    p_taken       uuid[],
+    p_quarantined boolean,
+    p_limit       integer,
+    OUT ids       uuid[],
+    OUT started   timestamptz[],
+    OUT keys      timestamptz[],
+    OUT upto_key  timestamptz,
+    OUT upto_id   uuid,
+    OUT skipped   integer)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_sort = off
+SET jit = off
+AS $$
+-- FOR UPDATE needs VOLATILE (PostgreSQL refuses it in a STABLE function), which plpgsql_check
+-- does not see: @plpgsql_check_options: performance_warnings = false
+DECLARE
+    v_status messenger.call_sessions.status%TYPE := p_status;   -- text, varchar or the enum
+BEGIN
+    WITH claimed AS MATERIALIZED (
+        SELECT s.call_id, s.started_at, k.due_key
+          FROM messenger.call_sessions AS s
+         CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+         WHERE s.status = v_status
+           AND (k.due_key, s.call_id) >= (p_lo_key, p_lo_id) AND k.due_key <= p_hi_key
+           AND (k.due_key, s.call_id) <= (p_hi_key, p_hi_id)
+           AND s.call_id <> ALL (p_taken)
+           AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+         ORDER BY k.due_key, s.call_id
+         LIMIT p_limit
+           FOR NO KEY UPDATE OF s SKIP LOCKED
+    ), batch AS (
+        SELECT coalesce(array_agg(c.call_id ORDER BY c.due_key, c.call_id), '{}') AS ids,
+               coalesce(array_agg(c.started_at ORDER BY c.due_key, c.call_id), '{}') AS started,
+               coalesce(array_agg(c.due_key ORDER BY c.due_key, c.call_id), '{}') AS keys
+          FROM claimed AS c
+    ), bound AS (
+        SELECT b.*,
+               CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_key ELSE b.keys[p_limit] END AS upto_key,
+               CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_id ELSE b.ids[p_limit] END AS upto_id
+          FROM batch AS b
+    )
+    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
+           (SELECT count(*)::integer
+              FROM (SELECT
+                      FROM messenger.call_sessions AS s
+                     CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+                     WHERE s.status = v_status
+                       AND (k.due_key, s.call_id) >= (p_lo_key, p_lo_id) AND k.due_key <= b.upto_key
+                       AND (k.due_key, s.call_id) <= (b.upto_key, b.upto_id)
+                       AND s.call_id <> ALL (p_taken)
+                       AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+                     ORDER BY k.due_key, s.call_id) AS x)
+             - cardinality(b.ids)
+      INTO ids, started, keys, upto_key, upto_id, skipped
+      FROM bound AS b;
+    skipped := greatest(skipped, 0);
+END
+$$;
+
+COMMENT ON FUNCTION messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer) IS
+    'Private: claim one healthy lane of a reaper phase with SKIP LOCKED, and count the calls it passed.';
+REVOKE ALL ON FUNCTION messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)
+    OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+
+COMMIT;

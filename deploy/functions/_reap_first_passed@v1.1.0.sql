@@ -1,0 +1,53 @@
+-- Deploy call_timeout_reaper:functions/_reap_first_passed to pg
+
+BEGIN;
+
+-- Contract: the first healthy call of a phase's status in the index range [(p_lo_key, p_lo_id),
+-- (p_hi_key, p_hi_id)] that the claim did not take (not in p_claimed, not quarantined when
+-- p_quarantined): where the claim floor must stop after a lane passed row-locked calls. Read in
+-- a later snapshot than the claim's, which can only find that call or one committed since,
+-- earlier. NULL when there is none any more.
+CREATE OR REPLACE FUNCTION messenger._reap_first_passed(
+    p_status      text,
+    p_lo_key      timestamptz,
+    p_lo_id       uuid,
+    p_hi_key      timestamptz,
+    p_hi_id       uuid,
+    p_claimed     uuid[],
+    p_quarantined boolean,
+    OUT due_key   timestamptz,
+    OUT call_id   uuid)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_sort = off
+SET jit = off
+AS $$
+DECLARE
+    v_status messenger.call_sessions.status%TYPE := p_status;
+BEGIN
+    SELECT k.due_key, s.call_id INTO due_key, call_id
+      FROM messenger.call_sessions AS s
+     CROSS JOIN LATERAL (SELECT messenger.call_due_key(s.status, s.started_at, s.updated_at)) AS k (due_key)
+     WHERE s.status = v_status
+       AND (k.due_key, s.call_id) >= (p_lo_key, p_lo_id) AND k.due_key <= p_hi_key
+       AND (k.due_key, s.call_id) <= (p_hi_key, p_hi_id)
+       AND s.call_id <> ALL (p_claimed)
+       AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+     ORDER BY k.due_key, s.call_id
+     LIMIT 1;
+END
+$$;
+
+COMMENT ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean) IS
+    'Private: the first healthy call a reaper lane passed (row-locked by another transaction), where the claim floor stops.';
+REVOKE ALL ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean)
+    OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+
+COMMIT;
