@@ -12,7 +12,9 @@ call by started_at, an Answered one by updated_at and started_at) that started w
 polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
 for phase 2 too: not the SPEC's updated_at, which a progress update changes), then call_id.
 Within a set, the outbox rows follow the calls' due instants (messenger.call_due_key). The
-claim floor is the Ringing phase's only.
+model keeps the Ringing phase's claim floor only: the database's stale-answered floor (trusted
+while the cutoff is before its talking_since less the fresh window) must change nothing it
+closes, which the long calls that stop progressing below it check.
 """
 
 from __future__ import annotations
@@ -173,6 +175,9 @@ class Model:
                 REACHED["the sweep below a floor"] += bool(sweep)
                 ids += sweep
         batch = ids if fresh or ids else retry
+        REACHED["a talker that stopped progressing became due"] += status == "Answered" and any(
+            due(c) and c.started_at < T0 - STALE - timedelta(hours=4) and c.updated_at > T0 - STALE
+            for c in self.calls.values())
         REACHED["a due call a floor hid"] += trusted and any(
             c.status == status and k(c) < (floor.key, floor.call_id) and c.call_id not in self.quarantine
             and c not in batch for c in self.calls.values())
@@ -249,6 +254,12 @@ def a_call(draw, users):
         # started_at too is past the window, whatever its updated_at (which may precede it).
         if status == "Answered" and draw(st.sampled_from([False, False, False, True])):
             started = T0 - STALE + draw(st.sampled_from(NEAR + EDGE))
+        # Now and then a long call still talking that stops progressing: started hours before
+        # every other (below any stale-answered floor), not due at T0, due a step or two later.
+        elif status == "Answered" and draw(st.sampled_from([False, False, True])):
+            started = T0 - STALE - timedelta(hours=5) + draw(near)
+            updated = T0 - STALE + draw(st.sampled_from([US, timedelta(seconds=1), POLL - US, POLL, POLL + US,
+                                                         RING, RING + US]))
         # Terminal calls sit exactly where an active one would be due: never touched.
         if status != "Answered":
             started = T0 - RING + draw(near) if draw(st.booleans()) else started
@@ -420,6 +431,7 @@ def test_hypothesis_ran_its_examples(capsys):
     missing = [w for w in ("a trusted floor", "a floor ignored for a VACUUM", "the retry lane",
                            "the sweep below a floor", "a due call a floor hid",
                            "a poison call quarantined", "a poison call retried again",
-                           "a call inserted between cycles", "both lanes in one batch")
+                           "a call inserted between cycles", "both lanes in one batch",
+                           "a talker that stopped progressing became due")
                if not REACHED[w]]
     assert not missing, line
