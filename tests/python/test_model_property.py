@@ -291,6 +291,11 @@ def ringing_call(n, started):
                 started, None)
 
 
+def answered_call(n, started, updated):
+    return Call(uuid.UUID(int=n), USERS[0], USERS[1], "Video", "Answered", None, started, started, None,
+                updated, None)
+
+
 @st.composite
 def scenarios(draw):
     """Calls, cycles (step, batch_size, VACUUM before it) and, per call, the cycle before which
@@ -376,6 +381,16 @@ def insert(conn, calls):
 @example(scenario=([ringing_call(1, T0 - timedelta(hours=5)), ringing_call(2, T0 - timedelta(hours=5) + US),
                     ringing_call(3, T0 - timedelta(hours=5) + 2 * US), ringing_call(4, T0 - timedelta(days=2))],
                    [(timedelta(0), 1, False), (US, 1, True), (US, 1, False)], [0, 0, 0, 1]))
+# A stale-answered drain at batch 1 keeps a floor above a long call still talking (last
+# progress 45 s after the first cycle's cutoff); its end sweeps below the floor and keeps it.
+# The long call stops progressing: the first cycle it is due in (45 s on) no longer trusts the
+# floor (the cutoff is past talking_since - fresh) and fails it.
+@example(scenario=([answered_call(1, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE - timedelta(minutes=1)),
+                    answered_call(2, T0 - STALE - RING - timedelta(minutes=1) + US, T0 - STALE - timedelta(minutes=1)),
+                    answered_call(3, T0 - STALE - RING - timedelta(minutes=1) + 2 * US, T0 - STALE - timedelta(minutes=1)),
+                    answered_call(4, T0 - STALE - timedelta(hours=5), T0 - STALE + RING)],
+                   [(timedelta(0), 1, False), (timedelta(seconds=1), 1, False), (timedelta(seconds=1), 1, False),
+                    (timedelta(seconds=1), 2, False), (RING, 1, False)], [0, 0, 0, 0]))
 # A call just due (the fresh lane) and one long overdue (the backlog) close in one batch.
 @example(scenario=([ringing_call(1, T0 - RING), ringing_call(2, T0 - timedelta(hours=5))],
                    [(timedelta(0), 2, False)], [0, 0]))
