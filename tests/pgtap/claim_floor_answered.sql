@@ -5,9 +5,11 @@
 -- and is trusted only while the cutoff stays before talking_since minus the fresh window (15 s).
 -- So a walk past 20 talkers stores a floor, an idle cycle over it writes nothing, trust ends
 -- exactly at talking_since - fresh, a talker below it that stops progressing is failed by the
--- first cycle it is due in, and a call answered late below a drain's floor is failed when due.
+-- first cycle it is due in, a call answered late below a drain's floor is failed when due, and
+-- a quarantined call the retry lane releases below the floor resets it, even in a cycle that
+-- moves it.
 BEGIN;
-SELECT plan(12);
+SELECT plan(15);
 
 DELETE FROM messenger.call_reaper_claim_floor;
 -- At as_of 12:00 (stale 2 h: cutoff 10:00): 30 stale Answered calls that started 08:00-08:29,
@@ -99,6 +101,54 @@ SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-
 CREATE TEMP TABLE late_due AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 10, as_of => '2100-01-01 15:59:50+00');
 SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-0000000000d1'),
           'Failed', 'the call answered late below the floor is failed by the first cycle it is due in');
+
+-- A quarantined call that progressed, released by the retry lane below the floor (no longer
+-- due), resets the floor through the quarantine's trigger; the same cycle must not write it
+-- back. Still 4 h retries. 16 quarantined calls started 07:00-07:15 (the lanes step over them
+-- uncounted), all due but f1, which progressed at 11:30 and is retried at 12:00:10. One cycle
+-- that fails the 30 stale calls above them leaves a swept floor past them (talking_since
+-- 12:00). At 12:00:10 the retry lane releases f1, and the backlog lane claims a call committed
+-- since (f2) and walks a new talker (f3), which moves the floor. f1 stops progressing: due at
+-- 13:30, while a floor written back would still be trusted (talking_since 12:00, reset 12:00).
+DELETE FROM messenger.call_sessions WHERE status = 'Answered';
+DELETE FROM messenger.call_reaper_claim_floor;
+INSERT INTO messenger.call_sessions
+       (call_id, caller_user_id, callee_user_id, media_type, status, started_at, answered_at, updated_at)
+SELECT CASE WHEN g = 0 THEN '00000000-0000-0000-0000-0000000000f1'::uuid ELSE gen_random_uuid() END,
+       gen_random_uuid(), gen_random_uuid(), 'Audio', 'Answered', t, t,
+       CASE WHEN g = 0 THEN timestamptz '2100-01-02 11:30+00' ELSE timestamptz '2100-01-02 09:00+00' END
+  FROM generate_series(0, 15) AS g, LATERAL (SELECT timestamptz '2100-01-02 07:00+00' + g * interval '1 minute') AS x (t)
+UNION ALL
+SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answered', t, t, t + interval '30 minutes'
+  FROM generate_series(0, 29) AS g, LATERAL (SELECT timestamptz '2100-01-02 08:00+00' + g * interval '1 minute') AS x (t);
+INSERT INTO messenger.call_reaper_quarantine
+       (call_id, phase, attempts, first_failed_at, last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)
+SELECT s.call_id, 'stale_answered', 1, '2100-01-02 11:00+00', '2100-01-02 11:00+00',
+       CASE WHEN s.call_id = '00000000-0000-0000-0000-0000000000f1' THEN timestamptz '2100-01-02 12:00:10+00'
+            ELSE timestamptz '2100-01-03 00:00+00' END,
+       'P0001', 'poison for the test', gen_random_uuid()
+  FROM messenger.call_sessions AS s
+ WHERE s.status = 'Answered' AND s.started_at < '2100-01-02 08:00+00';
+CREATE TEMP TABLE q1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 40, as_of => '2100-01-02 12:00+00');
+SELECT is((SELECT ARRAY[swept::text, talking_since::text] FROM messenger.call_reaper_claim_floor WHERE phase = 'stale_answered'),
+          ARRAY['true', '2100-01-02 12:00:00+00'],
+          'a cycle over 16 quarantined calls keeps a swept floor past them; the quarantined talker is not counted');
+INSERT INTO messenger.call_sessions
+       (call_id, caller_user_id, callee_user_id, media_type, status, started_at, answered_at, updated_at)
+VALUES ('00000000-0000-0000-0000-0000000000f2', gen_random_uuid(), gen_random_uuid(), 'Audio', 'Answered',
+        '2100-01-02 09:00+00', '2100-01-02 09:00+00', '2100-01-02 10:00:05+00'),
+       ('00000000-0000-0000-0000-0000000000f3', gen_random_uuid(), gen_random_uuid(), 'Audio', 'Answered',
+        '2100-01-02 09:10+00', '2100-01-02 09:10+00', '2100-01-02 12:00:05+00');
+CREATE TEMP TABLE release AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 10, as_of => '2100-01-02 12:00:10+00');
+SELECT is((SELECT ARRAY[r.failed_count::text, (SELECT count(*) FROM messenger.call_reaper_quarantine
+                                                WHERE call_id = '00000000-0000-0000-0000-0000000000f1')::text,
+                        (SELECT count(*) FROM messenger.call_reaper_claim_floor WHERE phase = 'stale_answered')::text]
+             FROM release AS r),
+          ARRAY['1', '0', '0'],
+          'a cycle that releases a quarantined call below the floor and claims above it leaves no floor');
+CREATE TEMP TABLE released_due AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 10, as_of => '2100-01-02 13:30+00');
+SELECT is((SELECT status FROM messenger.call_sessions WHERE call_id = '00000000-0000-0000-0000-0000000000f1'),
+          'Failed', 'the released call that stopped progressing is failed by the first cycle it is due in');
 
 SELECT * FROM finish();
 ROLLBACK;
