@@ -38,7 +38,10 @@ BEGIN;
 --   * the trusted floor's own position and swept flag: nothing;
 --   * otherwise the row is written with its anchor (the call's started_at, so the check finds
 --     it in one partition), the cycle's run id and as_of, and call_sessions' VACUUM count; if
---     the anchor went meanwhile, no floor rather than one no check can confirm.
+--     the anchor went meanwhile, no floor rather than one no check can confirm. A stored row is
+--     updated, never written back: if the quarantine's trigger deleted it during this cycle (its
+--     retry lane released a call below it that progressed, uncounted in talking_since), the
+--     next cycle walks from the start and finds that call.
 -- When a floor is trusted: messenger._reap_floor_trusted; a released quarantined call below it
 -- resets it: messenger._call_reaper_quarantine_released. docs/design.md, "The claim floor".
 -- Reworked after v1.2.0: it takes the phase's run, lanes and backlog outcome and decides the
@@ -135,6 +138,20 @@ BEGIN
     IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
         RETURN;
     END IF;
+    IF p_lanes.floor_stored THEN
+        -- An UPDATE, never an upsert: a row the quarantine's trigger deleted since _reap_lanes
+        -- read it (this cycle's retry lane, or a DBA, released a call below it) stays deleted.
+        UPDATE messenger.call_reaper_claim_floor AS f
+           SET due_key = v_key, call_id = v_id, reset_at = p_lanes.floor_reset_at, as_of = p_run.as_of,
+               run_id = p_run.run_id, anchor_started_at = s.started_at, vacuums = p_lanes.vacuums,
+               swept = v_swept, passed = v_passed, talking_since = v_talking
+          FROM (SELECT a.started_at FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1) AS s
+         WHERE f.phase = p_run.phase;
+        IF NOT FOUND THEN
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
+        END IF;
+        RETURN;
+    END IF;
     INSERT INTO messenger.call_reaper_claim_floor AS f
            (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed,
             talking_since)
@@ -143,14 +160,7 @@ BEGIN
       FROM messenger.call_sessions AS s
      WHERE s.call_id = v_id
      LIMIT 1
-    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
-       SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at,
-           as_of = EXCLUDED.as_of, run_id = EXCLUDED.run_id,
-           anchor_started_at = EXCLUDED.anchor_started_at, vacuums = EXCLUDED.vacuums,
-           swept = EXCLUDED.swept, passed = EXCLUDED.passed, talking_since = EXCLUDED.talking_since;
-    IF NOT FOUND AND p_lanes.floor_stored THEN
-        DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
-    END IF;
+    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO NOTHING;   -- only a cycle stores one, under the lock
 END
 $$;
 
