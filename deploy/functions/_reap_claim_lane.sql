@@ -11,7 +11,10 @@ BEGIN;
 -- Returns them (ids, started, keys: the instant each one's window counted from,
 -- messenger.call_due_key, for the close's lag), where the walk stopped (upto: the last claimed
 -- call of a full lane, the range's end otherwise) and skipped: the healthy due calls up to
--- there it passed because another transaction held them (or changed them after the snapshot).
+-- there it passed because another transaction held them (or changed them after the snapshot),
+-- talkers: the calls up to there it walked that are not due (Answered calls still talking; a
+-- Ringing lane has none), and talking_since: the earliest updated_at among those (NULL for
+-- none), which messenger._reap_save_floor keeps with a stale-answered floor.
 -- A Ringing lane reads only due calls (its range ends at or before the cutoff); an Answered
 -- lane also steps over the answered calls that started before the range's end and are still
 -- talking (updated_at after the cutoff): the price of a key that a progress update never
@@ -19,9 +22,12 @@ BEGIN;
 -- walks the claim's range in the claim's order (unordered, the planner would scan partitions by
 -- bitmap or sequentially instead). pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
 -- both to a range scan of ix_call_due that stops at the range's end or the limit.
+-- The count walks the range once, due or not (each entry's heap row is read for updated_at
+-- either way), so the talkers cost it nothing more.
 -- Reworked after v1.2.0: keyed on started_at with the cutoff as a parameter (it was the range's
--- end on call_due_key); dropped and created (the signature changed).
+-- end on call_due_key); dropped and created (the signature changed, and its OUT parameters).
 DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
+DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
 CREATE FUNCTION messenger._reap_claim_lane(
     p_status      text,
     p_cutoff      timestamptz,
@@ -37,7 +43,9 @@ CREATE FUNCTION messenger._reap_claim_lane(
     OUT keys      timestamptz[],
     OUT upto_key  timestamptz,
     OUT upto_id   uuid,
-    OUT skipped   integer)
+    OUT skipped   integer,
+    OUT talkers   integer,
+    OUT talking_since timestamptz)
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -74,20 +82,28 @@ BEGIN
                CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_id ELSE b.ids[p_limit] END AS upto_id
           FROM batch AS b
     )
-    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
-           (SELECT count(*)::integer
-              FROM (SELECT
+    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, w.due - cardinality(b.ids), w.talkers, w.talking_since
+      INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
+      FROM bound AS b
+     CROSS JOIN LATERAL
+           (SELECT count(*) FILTER (WHERE x.due)::integer AS due,
+                   count(*) FILTER (WHERE NOT x.due)::integer AS talkers,
+                   min(x.updated_at) FILTER (WHERE NOT x.due) AS talking_since
+              FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff) AS due, s.updated_at
                       FROM messenger.call_sessions AS s
                      WHERE s.status = v_status
-                       AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
+                       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                       AND s.started_at <= p_cutoff
                        AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= b.upto_key
                        AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
                        AND s.call_id <> ALL (p_taken)
-                       AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-                     ORDER BY s.started_at, s.call_id) AS x)
-             - cardinality(b.ids)
-      INTO ids, started, keys, upto_key, upto_id, skipped
-      FROM bound AS b;
+                       -- A call still talking is counted without a quarantine probe (counting a
+                       -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
+                       -- probe per row: hashed, it would read the whole quarantine each time.
+                       AND (NOT p_quarantined
+                            OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
+                            OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
+                     ORDER BY s.started_at, s.call_id) AS x) AS w;
     skipped := greatest(skipped, 0);
 END
 $$;

@@ -7,9 +7,9 @@ BEGIN;
 -- take (not in p_claimed, not quarantined when p_quarantined): where the claim floor must stop
 -- after a lane passed row-locked calls. Read in a later snapshot than the claim's, which can
 -- only find that call or one committed since, earlier. NULL when there is none any more.
--- Called only for a phase that keeps a claim floor (messenger._reap_floor_trusted: Ringing),
--- whose calls in that range are all due (messenger.call_is_due at p_hi_key, which also proves
--- ix_call_due's predicate).
+-- Due or not: a Ringing call in that range is always due (the range ends at or before the
+-- cutoff); an Answered one may be still talking, and the floor then stops at it, which only
+-- puts it lower (p_hi_key is no cutoff for updated_at, so due-ness cannot be tested here).
 -- Reworked after v1.2.0: keyed on started_at, ix_call_due's new key.
 CREATE OR REPLACE FUNCTION messenger._reap_first_passed(
     p_status      text,
@@ -35,7 +35,7 @@ BEGIN
     SELECT s.started_at, s.call_id INTO due_key, call_id
       FROM messenger.call_sessions AS s
      WHERE s.status = v_status
-       AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_hi_key)
+       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
        AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= p_hi_key
        AND (s.started_at, s.call_id) <= (p_hi_key, p_hi_id)
        AND s.call_id <> ALL (p_claimed)

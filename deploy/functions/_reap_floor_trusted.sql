@@ -16,11 +16,19 @@ BEGIN;
 --       what lies below it otherwise;
 --   (d) call_sessions has not been vacuumed since (p_vacuums is its VACUUM count now): VACUUM
 --       removed the dead entries it steps over, so it saves nothing any more;
---   (e) the phase is the Ringing one, whose key (started_at) alone says when a call is due.
---       An Answered call is due by updated_at, which ix_call_due does not order: a call still
---       talking below a floor becomes due later without moving, so that phase's backlog lane
---       starts at the beginning every cycle. messenger._reap_save_floor keeps no floor for it
---       either (the same test); this one also refuses a floor an older release stored.
+--   (e) for the Ringing phase nothing more: its key (started_at) alone says when a call is
+--       due. For the stale-answered phase, the cycle's cutoff (as_of - timeout) is before the
+--       floor's talking_since minus p_run.fresh. An Answered call is due by updated_at, which
+--       ix_call_due does not order, so below a floor may lie calls still talking. Every
+--       Answered call below it is one of: closed or quarantined by the reaper (the floor never
+--       passes a call it passed row-locked or left untried); one the storing lanes walked and
+--       found not due, whose updated_at >= talking_since; or one answered (or committed)
+--       after the storing cycle looked, whose updated_at is at or after that cycle's as_of and
+--       clock, both >= talking_since, less the late commits the fresh window allows for. Since
+--       updated_at only grows while a call is active (assumed: the service never sets it
+--       back), none of them is due at a cutoff before talking_since - fresh. Past that, the lane
+--       starts from the beginning once and stores a new floor (messenger._reap_save_floor).
+--       A row without talking_since (an older release's) is never trusted for that phase.
 -- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
 -- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
 -- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
@@ -37,7 +45,8 @@ AS $$
 BEGIN
     -- Never NULL: a cycle from no loop (after_run NULL) at the setter's as_of is a plain no.
     RETURN p_floor.phase IS NOT NULL
-        AND p_floor.phase IN (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.status = 'Ringing')
+        AND (p_floor.phase IN (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.status = 'Ringing')
+             OR coalesce(p_run.as_of - p_run.timeout < p_floor.talking_since - p_run.fresh, false))
         AND (p_run.as_of > p_floor.as_of
              OR (p_run.as_of = p_floor.as_of AND coalesce(p_floor.run_id = p_run.after_run, false)))
         AND p_run.as_of < p_floor.reset_at + p_run.backoff_max
@@ -48,7 +57,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) IS
-    'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(e): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since, the Ringing phase).';
+    'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(e): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since; for stale_answered, the cutoff before talking_since less the fresh window).';
 REVOKE ALL ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

@@ -11,7 +11,7 @@ BEGIN;
 -- messenger._reap_floor_trusted says a cycle may trust it (checks (a)-(d) live there).
 -- Otherwise the lane starts at the beginning ('-infinity', c_uuid_max). While this phase has
 -- 16 quarantine rows or more the start then moves over the quarantined calls that follow it: to the
--- first healthy or row-locked due call up to fresh_from, or with none, to the last due call
+-- first healthy or row-locked call (due or still talking) up to fresh_from, or with none, to the last due call
 -- before fresh_from (never fresh_from itself: a call committed late with an older key would be
 -- passed over), so the next cycle does not walk them again. Lanes are ranges of ix_call_due's
 -- key (started_at, call_id); a call in them is due by messenger.call_is_due at the cutoff.
@@ -80,6 +80,7 @@ BEGIN
         l.backlog_key := v_floor.due_key;
         l.backlog_id := v_floor.call_id;
         l.floor_reset_at := v_floor.reset_at;
+        l.floor_talking_since := v_floor.talking_since;
     ELSE
         l.backlog_key := '-infinity';
         l.backlog_id := c_uuid_max;
@@ -96,12 +97,15 @@ BEGIN
                                    WHERE q.phase = p_run.phase LIMIT c_many_quarantined) AS x) = c_many_quarantined) THEN
         l.over_quarantine := true;
         -- The first healthy (or row-locked) call from the start; with none up to fresh_from, the
-        -- last call before it. The second branch runs only when the first finds nothing.
+        -- last call before it. The second branch runs only when the first finds nothing. Due or
+        -- not: every Ringing call up to fresh_from is due, and an Answered one still talking is
+        -- where the step stops, so the backlog lane walks it and the floor's talking_since
+        -- counts it (stepped over, it would be hidden below the floor uncounted).
         SELECT x.due_key, x.call_id, x.healthy INTO v_key, v_id, v_healthy
           FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
-                    AND messenger.call_is_due(s.status, s.started_at, s.updated_at, l.cutoff)
+                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
                     AND s.started_at <= l.fresh_from
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
@@ -111,7 +115,7 @@ BEGIN
                 (SELECT s.started_at, s.call_id, false
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
-                    AND messenger.call_is_due(s.status, s.started_at, s.updated_at, l.cutoff)
+                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
                     AND s.started_at <= l.fresh_from
                   ORDER BY s.started_at DESC, s.call_id DESC

@@ -23,7 +23,8 @@ BEGIN;
 --            interval) still covers.
 --   backlog  healthy due calls that started earlier, oldest first, in the batch's remaining
 --            room, from the claim floor (_reap_lanes checks it, _reap_save_floor moves it; the
---            Ringing phase only: an Answered backlog lane starts at the beginning).
+--            stale-answered floor also keeps talking_since, the earliest updated_at of the calls
+--            still talking that the backlog lane and the sweep walked: their claims return it).
 -- A lane is a range of ix_call_due's key, (started_at, call_id); phase 2's order is started_at
 -- too, not the SPEC's updated_at (which a progress update changes: docs/design.md).
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
@@ -85,6 +86,8 @@ DECLARE
     v_hi_key     timestamptz;
     v_limit      integer;
     v_skipped    integer;
+    v_talkers    integer;
+    v_talking    timestamptz;
     v_n_fresh    integer := 0;
     v_hi_id      uuid;
     v_upto_key   timestamptz;
@@ -94,7 +97,7 @@ DECLARE
 BEGIN
     skipped_locked := 0;
     v_backlog := ROW('{}'::uuid[], '{}'::timestamptz[], NULL::timestamptz, NULL::uuid, 0, false, false, 0,
-                     NULL::timestamptz, NULL::uuid)::messenger.call_reaper_backlog_outcome;
+                     NULL::timestamptz, NULL::uuid, 0, NULL::timestamptz)::messenger.call_reaper_backlog_outcome;
     v_lanes := messenger._reap_lanes(p_run);
     v_status := v_lanes.status;
 
@@ -128,8 +131,8 @@ BEGIN
             v_hi_id := v_lanes.floor_id;
         END IF;
         EXIT WHEN v_limit <= 0;
-        SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped
-          INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped
+        SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped, c.talkers, c.talking_since
+          INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped, v_talkers, v_talking
           FROM messenger._reap_claim_lane(v_status::text, v_lanes.cutoff, v_lo_key, v_lo_id, v_hi_key, v_hi_id,
                                           v_ids, v_lanes.quarantined, v_limit) AS c;
         skipped_locked := skipped_locked + v_skipped;
@@ -149,6 +152,10 @@ BEGIN
         ELSE
             v_backlog.swept := cardinality(v_lane_ids) < v_limit AND v_skipped = 0;
         END IF;
+        -- The calls still talking that the backlog lane and the sweep walked lie below the
+        -- floor: _reap_save_floor keeps their earliest updated_at with it.
+        v_backlog.talkers := v_backlog.talkers + v_talkers;
+        v_backlog.talking_since := least(v_backlog.talking_since, v_talking);
         v_ids := v_ids || v_lane_ids;
         v_started := v_started || v_lane_st;
         v_keys := v_keys || v_lane_key;

@@ -13,15 +13,23 @@ BEGIN;
 --   * the first call the lane passed, row-locked by another transaction
 --     (messenger._reap_first_passed, run only when it passed any: read in a later snapshot than
 --     the claim's, it finds that call or one committed since, earlier);
---   * else the lane's last claimed call;
+--   * else the lane's last claimed call; for the stale-answered phase, how far the lane walked
+--     (its last claim when full; otherwise its end, anchored at the last Answered call up to
+--     there: the calls still talking it walked are counted in talking_since, below);
 --   * the first call the close left untried (its subtransaction budget spent), when earlier.
 -- With none of them (the lane claimed and passed nothing) it stays at the lane's start.
 -- Whether it is kept: only where it saves work, that is while full backlog lanes move it (mid-
 -- drain), once the backlog lanes closed c_keep_after calls from it (passed), or past 16
--- quarantined calls (p_lanes.over_quarantine); otherwise there is no floor and the next cycle
--- walks from the start. Never for the Answered phase: its key (started_at) does not say when
--- its calls are due, so a floor would hide a call that becomes due later (the same test as
--- messenger._reap_floor_trusted's check (e); a row an older release stored is deleted).
+-- quarantined calls (p_lanes.over_quarantine), and for the stale-answered phase past 16 calls
+-- still talking, or while its floor is trusted; otherwise there is no floor and the next cycle
+-- walks from the start. A trusted stale-answered floor stays where it is (no write) through a
+-- cycle that closed, passed and deferred nothing and walked fewer than 16 new talkers, so idle
+-- cycles write it about once per 16 calls that outlast the window, and start from the
+-- beginning about once per stale window (when check (e) stops trusting it).
+-- talking_since (stale-answered only): the least of the earliest updated_at of the calls still
+-- talking that the backlog lane and the sweep walked, the trusted floor's own talking_since,
+-- and this cycle's as_of and clock; why that bounds every call below the floor:
+-- messenger._reap_floor_trusted, check (e).
 -- Swept: unless a full lane moved it or calls were left untried, once nothing below it can be
 -- missing: the cycle started from the beginning (no trusted floor), or it was swept already, or
 -- the sweep below it ran and found nothing left.
@@ -30,7 +38,10 @@ BEGIN;
 --   * the trusted floor's own position and swept flag: nothing;
 --   * otherwise the row is written with its anchor (the call's started_at, so the check finds
 --     it in one partition), the cycle's run id and as_of, and call_sessions' VACUUM count; if
---     the anchor went meanwhile, no floor rather than one no check can confirm.
+--     the anchor went meanwhile, no floor rather than one no check can confirm. A stored row is
+--     updated, never written back: if the quarantine's trigger deleted it during this cycle (its
+--     retry lane released a call below it that progressed, uncounted in talking_since), the
+--     next cycle walks from the start and finds that call.
 -- When a floor is trusted: messenger._reap_floor_trusted; a released quarantined call below it
 -- resets it: messenger._call_reaper_quarantine_released. docs/design.md, "The claim floor".
 -- Reworked after v1.2.0: it takes the phase's run, lanes and backlog outcome and decides the
@@ -48,6 +59,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_keep_after constant integer := 1000;
+    c_many_talkers constant integer := 16;
+    v_answered constant boolean := p_lanes.status = 'Answered';
+    v_talking timestamptz;
+    v_status  messenger.call_sessions.status%TYPE := p_lanes.status;   -- text, varchar or the enum
     v_n       constant integer := coalesce(cardinality(p_outcome.ids), 0);
     v_key     timestamptz;
     v_id      uuid;
@@ -60,7 +75,25 @@ BEGIN
                                             p_outcome.upto_key, p_outcome.upto_id, p_outcome.ids,
                                             p_lanes.quarantined) AS x;
     END IF;
-    IF v_key IS NULL AND v_n > 0 THEN
+    IF v_key IS NULL AND v_answered AND p_outcome."full" THEN
+        v_key := p_outcome.upto_key;   -- the lane's last claim
+        v_id := p_outcome.upto_id;
+    ELSIF v_key IS NULL AND v_answered AND p_outcome.upto_key IS NOT NULL THEN
+        -- The lane's end, anchored at the last Answered call up to it (an anchor must exist:
+        -- check (c)); one backward probe of ix_call_due, only here.
+        SELECT s.started_at, s.call_id INTO v_key, v_id
+          FROM messenger.call_sessions AS s
+         WHERE s.status = v_status
+           AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+           AND (s.started_at, s.call_id) <= (p_outcome.upto_key, p_outcome.upto_id)
+           AND s.started_at <= p_outcome.upto_key
+         ORDER BY s.started_at DESC, s.call_id DESC
+         LIMIT 1;
+        IF (v_key, v_id) < (p_lanes.backlog_key, p_lanes.backlog_id) THEN
+            v_key := NULL;   -- nothing in the lane: it stays at the lane's start
+            v_id := NULL;
+        END IF;
+    ELSIF v_key IS NULL AND v_n > 0 THEN
         v_key := p_outcome.keys[v_n];
         v_id := p_outcome.ids[v_n];
     END IF;
@@ -73,9 +106,25 @@ BEGIN
         v_id := p_lanes.backlog_id;
     END IF;
     v_passed := coalesce(p_lanes.floor_passed, 0) + v_n;
-    IF NOT (p_outcome."full" OR v_passed >= c_keep_after OR p_lanes.over_quarantine)
-       OR p_lanes.status <> 'Ringing' THEN
+    IF v_answered AND p_lanes.floor_key IS NOT NULL AND NOT p_outcome."full" AND v_n = 0
+       AND p_outcome.skipped = 0 AND p_outcome.deferred = 0 AND p_outcome.talkers < c_many_talkers THEN
+        -- An idle cycle over a trusted floor that walked only a few new talkers leaves it (and
+        -- writes nothing): the next cycles walk those few again until more come.
+        v_key := p_lanes.floor_key;
+        v_id := p_lanes.floor_id;
+    ELSIF NOT (p_outcome."full" OR v_passed >= c_keep_after OR p_lanes.over_quarantine
+               OR (v_answered AND (p_outcome.talkers >= c_many_talkers OR p_lanes.floor_key IS NOT NULL))) THEN
         v_key := '-infinity';
+    END IF;
+    -- Below the floor, every Answered call not closed or quarantined was walked by these lanes
+    -- or the ones that stored the trusted floor (their updated_at >= talking_since), or it was
+    -- answered or committed after this cycle looked: at or after its as_of and its clock, less
+    -- the late commits the fresh window allows for (messenger._reap_floor_trusted, check (e)).
+    -- An as_of further ahead of the clock than _check_reaper_options allows in production is a
+    -- test cluster's (allow_future_as_of), whose calls are written in as_of's time.
+    IF v_answered THEN
+        v_talking := least(p_outcome.talking_since, p_lanes.floor_talking_since, p_run.as_of,
+                           CASE WHEN p_run.as_of <= now() + interval '5 seconds' THEN now() END);
     END IF;
     v_swept := NOT p_outcome."full" AND p_outcome.deferred = 0
                AND (p_lanes.floor_key IS NULL OR p_lanes.floor_swept OR p_outcome.swept);
@@ -89,21 +138,29 @@ BEGIN
     IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
         RETURN;
     END IF;
+    IF p_lanes.floor_stored THEN
+        -- An UPDATE, never an upsert: a row the quarantine's trigger deleted since _reap_lanes
+        -- read it (this cycle's retry lane, or a DBA, released a call below it) stays deleted.
+        UPDATE messenger.call_reaper_claim_floor AS f
+           SET due_key = v_key, call_id = v_id, reset_at = p_lanes.floor_reset_at, as_of = p_run.as_of,
+               run_id = p_run.run_id, anchor_started_at = s.started_at, vacuums = p_lanes.vacuums,
+               swept = v_swept, passed = v_passed, talking_since = v_talking
+          FROM (SELECT a.started_at FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1) AS s
+         WHERE f.phase = p_run.phase;
+        IF NOT FOUND THEN
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
+        END IF;
+        RETURN;
+    END IF;
     INSERT INTO messenger.call_reaper_claim_floor AS f
-           (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
+           (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed,
+            talking_since)
     SELECT p_run.phase, v_key, v_id, p_lanes.floor_reset_at, p_run.as_of, p_run.run_id, s.started_at,
-           p_lanes.vacuums, v_swept, v_passed
+           p_lanes.vacuums, v_swept, v_passed, v_talking
       FROM messenger.call_sessions AS s
      WHERE s.call_id = v_id
      LIMIT 1
-    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO UPDATE
-       SET due_key = EXCLUDED.due_key, call_id = EXCLUDED.call_id, reset_at = EXCLUDED.reset_at,
-           as_of = EXCLUDED.as_of, run_id = EXCLUDED.run_id,
-           anchor_started_at = EXCLUDED.anchor_started_at, vacuums = EXCLUDED.vacuums,
-           swept = EXCLUDED.swept, passed = EXCLUDED.passed;
-    IF NOT FOUND AND p_lanes.floor_stored THEN
-        DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
-    END IF;
+    ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO NOTHING;   -- only a cycle stores one, under the lock
 END
 $$;
 

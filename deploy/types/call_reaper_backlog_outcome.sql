@@ -14,7 +14,9 @@ CREATE TYPE messenger.call_reaper_backlog_outcome AS (
     swept        boolean,       -- the sweep below the floor ran and found nothing left there
     deferred     integer,       -- calls of the phase the close left untried (its budget spent)
     deferred_key timestamptz,   -- the first of those up to the backlog lane's end, NULL for none
-    deferred_id  uuid
+    deferred_id  uuid,
+    talkers      integer,       -- Answered calls not due it (and the sweep) walked past
+    talking_since timestamptz   -- the earliest updated_at among them, NULL for none
 );
 
 COMMENT ON TYPE messenger.call_reaper_backlog_outcome IS

@@ -63,10 +63,7 @@ def test_a_held_call_stays_above_the_floor_and_closes_once_released(phase, calls
             f"cycle {cycle}: the held call is walked again, passed and counted"
         floor = conn.execute("SELECT due_key, call_id FROM messenger.call_reaper_claim_floor WHERE phase = %s",
                              [phase]).fetchone()
-        if phase == "ring_timeout":
-            assert floor == (held["started_at"], held["call_id"]), f"cycle {cycle}: the floor stops at the held call"
-        else:  # the claim floor is the Ringing phase's only (_reap_floor_trusted check (e))
-            assert floor is None, f"cycle {cycle}: the stale-answered phase keeps no floor"
+        assert floor == (held["started_at"], held["call_id"]), f"cycle {cycle}: the floor stops at the held call"
         assert conn.execute(BELOW_FLOOR, [ids]).fetchone()[0] == 0
     assert call_rows(conn, [held["call_id"]])[held["call_id"]]["status"] == status
 

@@ -12,7 +12,14 @@ call by started_at, an Answered one by updated_at and started_at) that started w
 polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
 for phase 2 too: not the SPEC's updated_at, which a progress update changes), then call_id.
 Within a set, the outbox rows follow the calls' due instants (messenger.call_due_key). The
-claim floor is the Ringing phase's only.
+model keeps both phases' claim floors, the stale-answered one with its talking_since (trusted
+while the cutoff is before it less the fresh window): a call written late with a key older than
+its write (the generator's late arrivals) waits below a kept floor until a check fails, in both
+phases (docs/design.md, "What the floor cannot see"). That the floors hide nothing else is
+checked apart from the copy of their rules: every due call a trusted floor leaves unclaimed must
+have been written after the floor's first cycle and, if Answered, with an updated_at older than
+its write less the fresh window; the long calls that stop progressing below a stale-answered
+floor must never be among them.
 """
 
 from __future__ import annotations
@@ -64,8 +71,9 @@ NEG_INF = datetime.min.replace(tzinfo=UTC)
 MAX_ID = uuid.UUID(int=2**128 - 1)
 BACKOFF = timedelta(minutes=1)        # settings.poison_backoff default
 BACKOFF_MAX = timedelta(hours=1)      # settings.poison_backoff_max default
-KEEP_AFTER = 1000                     # _reap_phase: a drain of this many keeps its floor
+KEEP_AFTER = 1000                     # _reap_save_floor: a drain of this many keeps its floor
 MANY_QUARANTINED = 16                 # _reap_lanes: this many quarantined calls keep a floor
+MANY_TALKERS = 16                     # _reap_save_floor: this many talkers walked keep a floor
 PHASES = (("ring_timeout", "Ringing", RING, lambda c: c.started_at, "Missed", "Timeout", "CallMissed"),
           ("stale_answered", "Answered", STALE, lambda c: c.updated_at, "Failed", "Error", "CallEnded"))
 
@@ -79,6 +87,7 @@ class Floor:
     vacuums: int
     swept: bool
     passed: int
+    talking_since: datetime | None    # stale_answered only
 
 
 @dataclass
@@ -87,13 +96,15 @@ class Model:
     docs/design.md describes ("Three lanes per phase", "The claim floor", "Closing, and
     isolating poison"): retry, fresh, backlog from a trusted floor, the sweep below an unswept
     floor at a drain's end; poison calls bisected out and quarantined with a doubling backoff;
-    the floor kept, moved or dropped, and trusted only while (a)-(d) hold."""
+    the floor kept, moved or dropped, and trusted only while (a)-(e) hold."""
 
     calls: dict[uuid.UUID, Call]
     poison: set[uuid.UUID] = field(default_factory=set)
     outbox: list[tuple] = field(default_factory=list)
     quarantine: dict[uuid.UUID, tuple[str, int, datetime]] = field(default_factory=dict)
     floors: dict[str, Floor] = field(default_factory=dict)
+    # The as_of of the last cycle before each call was inserted (None: before the first).
+    written: dict[uuid.UUID, datetime | None] = field(default_factory=dict)
 
     def cycle(self, as_of, batch_size, run_id, vacuums):
         counts = [self.phase(p, as_of, batch_size, run_id, vacuums) for p in PHASES]
@@ -101,6 +112,7 @@ class Model:
 
     def phase(self, spec, as_of, batch_size, run_id, vacuums):
         name, status, timeout = spec[:3]
+        answered = status == "Answered"
         cutoff = as_of - timeout
         fresh_from = cutoff - POLL
 
@@ -116,21 +128,32 @@ class Model:
                            and c.call_id not in taken and c.call_id not in self.quarantine), key=k)
             return rows[:limit]
 
-        # _reap_lanes: the floor is trusted only while (a)-(e) hold (the anchor always exists;
-        # (e): the Ringing phase's only).
+        def walked(lo, hi, taken):  # _reap_claim_lane's count: the calls walked that are not due
+            return [c.updated_at for c in self.calls.values()
+                    if c.status == status and not due(c) and c.started_at <= cutoff and lo <= k(c) <= hi
+                    and c.started_at <= hi[0] and c.call_id not in taken]
+
+        # _reap_floor_trusted: the floor is trusted only while (a)-(e) hold (the anchor always
+        # exists; (e): a stale-answered floor while the cutoff is before talking_since - fresh).
         mine = [q for q in self.quarantine.values() if q[0] == name]
         floor = self.floors.get(name)
-        trusted = (floor is not None and name == "ring_timeout" and as_of > floor.as_of
-                   and as_of < floor.reset_at + BACKOFF_MAX and floor.vacuums == vacuums)
+        trusted = (floor is not None and as_of > floor.as_of
+                   and as_of < floor.reset_at + BACKOFF_MAX and floor.vacuums == vacuums
+                   and (not answered or cutoff < floor.talking_since - POLL))
         REACHED["a trusted floor"] += trusted
+        REACHED["a trusted stale-answered floor"] += trusted and answered
+        REACHED["a stale-answered floor check (e) distrusts"] += (
+            answered and floor is not None and cutoff >= floor.talking_since - POLL)
         REACHED["a floor ignored for a VACUUM"] += floor is not None and floor.vacuums != vacuums
         backlog_lo = (floor.key, floor.call_id) if trusted else (NEG_INF, MAX_ID)
         reset_at = floor.reset_at if trusted else as_of
         backlog_empty = over_quarantine = False
         if mine and (trusted or len(mine) >= MANY_QUARANTINED):
             over_quarantine = True
+            # Due or not: an Answered call still talking stops the step (every Ringing call
+            # up to fresh_from is due).
             walk = sorted((c for c in self.calls.values()
-                           if due(c) and k(c) >= backlog_lo and c.started_at <= fresh_from), key=k)
+                           if c.status == status and k(c) >= backlog_lo and c.started_at <= fresh_from), key=k)
             healthy = [c for c in walk if c.call_id not in self.quarantine]
             if healthy or walk:
                 backlog_empty = not healthy
@@ -152,30 +175,45 @@ class Model:
             retry.sort(key=k)
         REACHED["the retry lane"] += bool(retry)
 
-        ids, fresh, backlog, sweep = [], [], [], []
-        full = swept = False
-        new_floor = None
+        ids, fresh, backlog, sweep, talking = [], [], [], [], []
+        full = swept = backlog_ran = False
         limit = batch_size - len(retry)
         if limit > 0:
             fresh = lane((fresh_from, MAX_ID), (cutoff, MAX_ID), set(), limit)
             ids = fresh + retry
             limit = batch_size - len(ids)
             if not backlog_empty and limit > 0:
-                backlog = lane(backlog_lo, (fresh_from, MAX_ID), {c.call_id for c in ids}, limit)
+                backlog_ran = True
+                taken = {c.call_id for c in ids}
+                backlog = lane(backlog_lo, (fresh_from, MAX_ID), taken, limit)
                 full = len(backlog) == limit
-                if backlog:
-                    new_floor = k(backlog[-1])
+                talking += walked(backlog_lo, k(backlog[-1]) if full else (fresh_from, MAX_ID), taken)
                 ids += backlog
                 limit = batch_size - len(ids)
             if limit > 0 and not full and trusted and not floor.swept:
-                sweep = lane((NEG_INF, MAX_ID), (floor.key, floor.call_id), {c.call_id for c in ids}, limit)
+                taken = {c.call_id for c in ids}
+                sweep = lane((NEG_INF, MAX_ID), (floor.key, floor.call_id), taken, limit)
                 swept = len(sweep) < limit
+                talking += walked((NEG_INF, MAX_ID), (floor.key, floor.call_id) if swept else k(sweep[-1]), taken)
                 REACHED["the sweep below a floor"] += bool(sweep)
                 ids += sweep
         batch = ids if fresh or ids else retry
-        REACHED["a due call a floor hid"] += trusted and any(
-            c.status == status and k(c) < (floor.key, floor.call_id) and c.call_id not in self.quarantine
-            and c not in batch for c in self.calls.values())
+        REACHED["a stale-answered lane walked a talker"] += bool(talking)
+        REACHED["a talker that stopped progressing became due"] += status == "Answered" and any(
+            due(c) and c.started_at < T0 - STALE - timedelta(hours=4) and c.updated_at > T0 - STALE
+            for c in self.calls.values())
+        # What a trusted floor hides (docs/design.md, "What the floor cannot see"), checked apart
+        # from the copy of its rules: only calls written after its first cycle (reset_at), and an
+        # Answered one only with an updated_at older than its write less the fresh window.
+        claimed = {c.call_id for c in batch}
+        hidden = [c for c in self.calls.values() if trusted and due(c) and k(c) < (floor.key, floor.call_id)
+                  and c.call_id not in self.quarantine and c.call_id not in claimed]
+        for c in hidden:
+            written = self.written.get(c.call_id)
+            assert written is not None and written >= floor.reset_at and (
+                not answered or c.updated_at < written - POLL), f"{name} floor {floor} hides {c}"
+        REACHED["a due call a floor hid"] += bool(hidden)
+        REACHED["a late call a stale-answered floor hid"] += answered and bool(hidden)
         REACHED["both lanes in one batch"] += bool(fresh) and bool(backlog)
 
         # _reap_close: the fresh lane as one set, each retried call alone, the rest as one set;
@@ -187,17 +225,33 @@ class Model:
             c, p = self.apply(spec, group, as_of, run_id)
             closed, poisoned = closed + c, poisoned + p
 
-        # _reap_phase and _reap_save_floor: move, keep or drop the floor.
+        # _reap_save_floor: move, keep or drop the floor (after the close: the calls it failed
+        # are no longer Answered).
+        new_floor = None
+        if answered and full:
+            new_floor = k(backlog[-1])
+        elif answered and backlog_ran:
+            # The lane's end, anchored at the last Answered call up to it.
+            last = max((k(c) for c in self.calls.values() if c.status == status and c.started_at <= fresh_from),
+                       default=None)
+            new_floor = last if last is not None and last >= backlog_lo else None
+        elif backlog:
+            new_floor = k(backlog[-1])
         if new_floor is None:
             new_floor = backlog_lo
         passed = (floor.passed if trusted else 0) + len(backlog)
+        if answered and trusted and not full and not backlog and len(talking) < MANY_TALKERS:
+            new_floor = (floor.key, floor.call_id)   # an idle cycle over it leaves it
+        elif not (full or passed >= KEEP_AFTER or over_quarantine
+                  or (answered and (len(talking) >= MANY_TALKERS or trusted))):
+            new_floor = (NEG_INF, MAX_ID)
+        since = min(talking + ([floor.talking_since] if trusted else []) + [as_of]) if answered else None
         sweep_done = not full and (not trusted or floor.swept or swept)
-        if not (full or passed >= KEEP_AFTER or over_quarantine) or new_floor[0] == NEG_INF \
-                or name != "ring_timeout":
+        if new_floor[0] == NEG_INF:
             self.floors.pop(name, None)
         elif not (trusted and new_floor == (floor.key, floor.call_id) and sweep_done == floor.swept):
             self.floors[name] = Floor(new_floor[0], new_floor[1], as_of, reset_at, vacuums,
-                                      sweep_done, passed)
+                                      sweep_done, passed, since)
         return closed, poisoned
 
     def apply(self, spec, group, as_of, run_id):
@@ -249,6 +303,12 @@ def a_call(draw, users):
         # started_at too is past the window, whatever its updated_at (which may precede it).
         if status == "Answered" and draw(st.sampled_from([False, False, False, True])):
             started = T0 - STALE + draw(st.sampled_from(NEAR + EDGE))
+        # Now and then a long call still talking that stops progressing: started hours before
+        # every other (below any stale-answered floor), not due at T0, due a step or two later.
+        elif status == "Answered" and draw(st.sampled_from([False, False, True])):
+            started = T0 - STALE - timedelta(hours=5) + draw(near)
+            updated = T0 - STALE + draw(st.sampled_from([US, timedelta(seconds=1), POLL - US, POLL, POLL + US,
+                                                         RING, RING + US]))
         # Terminal calls sit exactly where an active one would be due: never touched.
         if status != "Answered":
             started = T0 - RING + draw(near) if draw(st.booleans()) else started
@@ -278,6 +338,11 @@ USERS = [uuid.UUID(int=i + 1) for i in range(4)]
 def ringing_call(n, started):
     return Call(uuid.UUID(int=n), USERS[0], USERS[1], "Audio", "Ringing", None, started, None, None,
                 started, None)
+
+
+def answered_call(n, started, updated):
+    return Call(uuid.UUID(int=n), USERS[0], USERS[1], "Video", "Answered", None, started, started, None,
+                updated, None)
 
 
 @st.composite
@@ -365,6 +430,24 @@ def insert(conn, calls):
 @example(scenario=([ringing_call(1, T0 - timedelta(hours=5)), ringing_call(2, T0 - timedelta(hours=5) + US),
                     ringing_call(3, T0 - timedelta(hours=5) + 2 * US), ringing_call(4, T0 - timedelta(days=2))],
                    [(timedelta(0), 1, False), (US, 1, True), (US, 1, False)], [0, 0, 0, 1]))
+# A stale-answered drain at batch 1 keeps a floor above a long call still talking (last
+# progress 45 s after the first cycle's cutoff); its end sweeps below the floor and keeps it.
+# The long call stops progressing: the first cycle it is due in (45 s on) no longer trusts the
+# floor (the cutoff is past talking_since - fresh) and fails it.
+@example(scenario=([answered_call(1, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE - timedelta(minutes=1)),
+                    answered_call(2, T0 - STALE - RING - timedelta(minutes=1) + US, T0 - STALE - timedelta(minutes=1)),
+                    answered_call(3, T0 - STALE - RING - timedelta(minutes=1) + 2 * US, T0 - STALE - timedelta(minutes=1)),
+                    answered_call(4, T0 - STALE - timedelta(hours=5), T0 - STALE + RING)],
+                   [(timedelta(0), 1, False), (timedelta(seconds=1), 1, False), (timedelta(seconds=1), 1, False),
+                    (timedelta(seconds=1), 2, False), (RING, 1, False)], [0, 0, 0, 0]))
+# Found by this test (seed 1, 500 examples), shrunk: a stale-answered floor kept at a poison
+# call a batch-1 lane quarantined, swept by the next cycle; a call inserted below it carrying an
+# updated_at 2 h older than its write is hidden, as a Ringing one would be ("What the floor
+# cannot see"), until check (b) stops trusting the floor poison_backoff_max after its first cycle.
+@example(scenario=([replace(answered_call(2, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE),
+                            callee_user_id=POISON_USER),
+                    answered_call(1, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE)],
+                   [(timedelta(0), 1, False), (US, 1, False), (US, 1, False), (BACKOFF_MAX, 2, False)], [0, 2]))
 # A call just due (the fresh lane) and one long overdue (the backlog) close in one batch.
 @example(scenario=([ringing_call(1, T0 - RING), ringing_call(2, T0 - timedelta(hours=5))],
                    [(timedelta(0), 2, False)], [0, 0]))
@@ -385,6 +468,7 @@ def test_database_equals_reference_model(conn, dsn, reaper_paused, poison_trigge
             REACHED["a call inserted between cycles"] += bool(late) and i > 0
             insert(conn, late)
             model.calls.update((c.call_id, c) for c in late)
+            model.written.update((c.call_id, as_of if i > 0 else None) for c in late)
             model.poison.update(c.call_id for c in late if c.callee_user_id == POISON_USER)
             if vacuum:
                 conn.execute("VACUUM messenger.call_sessions")
@@ -420,6 +504,9 @@ def test_hypothesis_ran_its_examples(capsys):
     missing = [w for w in ("a trusted floor", "a floor ignored for a VACUUM", "the retry lane",
                            "the sweep below a floor", "a due call a floor hid",
                            "a poison call quarantined", "a poison call retried again",
-                           "a call inserted between cycles", "both lanes in one batch")
+                           "a call inserted between cycles", "both lanes in one batch",
+                           "a talker that stopped progressing became due", "a trusted stale-answered floor",
+                           "a stale-answered floor check (e) distrusts", "a stale-answered lane walked a talker",
+                           "a late call a stale-answered floor hid")
                if not REACHED[w]]
     assert not missing, line
