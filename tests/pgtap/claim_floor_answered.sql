@@ -42,13 +42,13 @@ SELECT 'stale_answered', s.started_at, s.call_id, '2100-01-01 12:00+00', '2100-0
  ORDER BY s.started_at DESC LIMIT 1;
 SELECT is(messenger._reap_floor_trusted(
               ROW('stale_answered', gen_random_uuid(), '2100-01-01 13:00+00', '2 hours', 10, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT f FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered'),
               (SELECT f.vacuums FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'ring_timeout')),
           false, '(e) a stale-answered floor is never trusted, whatever (a)-(d) say');
 SELECT is(messenger._reap_floor_trusted(
               ROW('ring_timeout', gen_random_uuid(), '2100-01-01 12:00:30+00', '45 seconds', 10, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT f FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'ring_timeout'),
               (SELECT f.vacuums FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'ring_timeout')),
           true, 'while the Ringing floor beside it is');
