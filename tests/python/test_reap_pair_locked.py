@@ -55,8 +55,10 @@ def run_pair(connection, schema):
         return cur.execute(query, [AS_OF]).fetchone()
 
 
-def test_a_held_call_of_a_second_pair_is_skipped_and_closed_by_a_later_run(conn, make_conn, pair,
+def test_a_held_call_of_a_second_pair_is_skipped_and_closed_by_a_later_run(conn, pair, make_conn,
                                                                           operator_login):
+    # pair before make_conn: the product's connection closes (its row lock goes) before the
+    # pair is dropped, even when an assertion fails while it holds the lock.
     held, free = uuid.uuid4(), uuid.uuid4()
     for call_id, minutes in ((held, 3), (free, 2)):
         conn.execute(f"INSERT INTO {pair}.calls (call_id, caller_user_id, callee_user_id, media_type, status,"
