@@ -43,7 +43,8 @@ def explain_apply(run: Run, batch: int) -> None:
     _reap_apply's statement with their generic plans (what the functions run under
     plan_cache_mode = force_generic_plan), one batch of each phase, rolled back."""
     functions = REPO / "deploy" / "functions"
-    apply_src = (functions / "_reap_apply.sql").read_text().split("\nRETURN QUERY\n", 1)[1].split("END\n$$", 1)[0]
+    # The default pair's static statement (the first RETURN QUERY, up to its semicolon).
+    apply_src = (functions / "_reap_apply.sql").read_text().split("\nRETURN QUERY\n", 1)[1].split(";\n", 1)[0]
     apply_sql = _numbered(apply_src.strip().rstrip(";"),
                           ("p_phase", "p_call_ids", "p_started_at", "p_due_at", "p_run_id", "p_as_of"))
     lane_src = (functions / "_reap_claim_lane.sql").read_text()

@@ -11,6 +11,9 @@ BEGIN;
 --               (sql/partition_call_sessions.sql) that prunes each lookup to one partition.
 --   p_run_id    the cycle's run id, written as the outbox correlation_id
 --   p_as_of     the cycle's time: ended_at, updated_at and the outbox created_at
+--   p_calls, p_outbox  the cycle's pair (messenger._reap_pair): messenger.call_sessions and
+--               messenger.realtime_outbox run the static statement; another pair of their shape
+--               runs the same text through EXECUTE (the outbox's id from its own default)
 -- Returns the calls it closed, in due order, with how late each was closed (p_as_of - due).
 -- Locking: the caller must already hold the rows (FOR NO KEY UPDATE). The UPDATE re-checks the
 -- phase's status, so a call that is no longer active is left untouched and gets no outbox row.
@@ -21,13 +24,17 @@ BEGIN;
 -- function's statement on every call, while PL/pgSQL keeps the plan for the session;
 -- enable_sort = on because the caller turns sorting off for its claims and this statement must
 -- sort its batch (the outbox rows in due order, see below).
-CREATE OR REPLACE FUNCTION messenger._reap_apply(
+-- Reworked after v1.2.0: the pair's two relations; dropped and created (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz);
+CREATE FUNCTION messenger._reap_apply(
     p_phase      text,
     p_call_ids   uuid[],
     p_started_at timestamptz[],
     p_due_at     timestamptz[],
     p_run_id     uuid,
-    p_as_of      timestamptz)
+    p_as_of      timestamptz,
+    p_calls      regclass,
+    p_outbox     regclass)
 RETURNS TABLE (call_id uuid, caller_user_id uuid, callee_user_id uuid, status text, end_reason text,
                lag_seconds double precision)
 LANGUAGE plpgsql
@@ -51,6 +58,8 @@ SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both
   INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both
   FROM messenger.call_reaper_phases() AS r
  WHERE r.phase = p_phase;
+-- The default pair: this static statement, whose generic plan the session keeps.
+IF p_calls = 'messenger.call_sessions'::regclass AND p_outbox = 'messenger.realtime_outbox'::regclass THEN
 RETURN QUERY
 WITH closed AS (
     UPDATE messenger.call_sessions AS c
@@ -88,16 +97,52 @@ SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reas
        extract(epoch FROM p_as_of - x.due_at)::double precision
   FROM closed AS x
  ORDER BY x.due_at, x.call_id;
+ELSE
+    -- Another pair: the same statement, planned per call (tests/python/test_pair_statements.py
+    -- holds the two texts to one statement).
+    RETURN QUERY EXECUTE format($pair$WITH closed AS (
+    UPDATE %1$s AS c
+       SET status           = $1,
+           end_reason       = $2,
+           ended_at         = $3,
+           updated_at       = $3,
+           duration_seconds = NULL
+      FROM unnest($4, $5, $6) AS d (call_id, started_at, due_at)
+     WHERE c.call_id = d.call_id
+       AND c.started_at = d.started_at
+       AND c.status = $7
+    RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
+), pushed AS (
+    INSERT INTO %2$s
+           (kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
+    SELECT $8,
+           $9,
+           'user:' || r.user_id,
+           x.call_id,
+           jsonb_build_object('callId', x.call_id, 'status', x.status, 'mediaType', x.media_type),
+           $10,
+           $3
+      FROM closed AS x
+     CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
+     WHERE r.n = 1 OR ($11 AND x.callee_user_id <> x.caller_user_id)
+     ORDER BY x.due_at, x.call_id, r.n
+)
+SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reason::text,
+       extract(epoch FROM $3 - x.due_at)::double precision
+  FROM closed AS x
+ ORDER BY x.due_at, x.call_id$pair$, p_calls, p_outbox)
+      USING v_to, v_end_reason, p_as_of, p_call_ids, p_started_at, p_due_at, v_from, v_kind, v_target_kind, p_run_id, v_both;
+END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) IS
+COMMENT ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz, regclass, regclass) IS
     'Private: one set-based UPDATE ... RETURNING + outbox INSERT for claimed calls of one phase.';
-REVOKE ALL ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz, regclass, regclass) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)
+ALTER FUNCTION messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz, regclass, regclass)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

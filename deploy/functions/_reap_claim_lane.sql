@@ -24,8 +24,11 @@ BEGIN;
 -- both to a range scan of ix_call_due that stops at the range's end or the limit.
 -- The count walks the range once, due or not (each entry's heap row is read for updated_at
 -- either way), so the talkers cost it nothing more.
+-- p_calls is the calls relation of the cycle's pair (messenger._reap_pair): messenger.call_sessions
+-- runs the static statement; another relation of its shape runs the same text through EXECUTE.
 -- Reworked after v1.2.0: keyed on started_at with the cutoff as a parameter (it was the range's
--- end on call_due_key); dropped and created (the signature changed, and its OUT parameters).
+-- end on call_due_key), and the pair's calls relation; dropped and created (the signature
+-- changed, and its OUT parameters).
 DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
 DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
 CREATE FUNCTION messenger._reap_claim_lane(
@@ -38,6 +41,7 @@ CREATE FUNCTION messenger._reap_claim_lane(
     p_taken       uuid[],
     p_quarantined boolean,
     p_limit       integer,
+    p_calls       regclass,
     OUT ids       uuid[],
     OUT started   timestamptz[],
     OUT keys      timestamptz[],
@@ -59,6 +63,8 @@ AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;   -- text, varchar or the enum
 BEGIN
+    -- The default pair: this static statement, whose generic plan the session keeps.
+    IF p_calls = 'messenger.call_sessions'::regclass THEN
     WITH claimed AS MATERIALIZED (
         SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
           FROM messenger.call_sessions AS s
@@ -104,17 +110,67 @@ BEGIN
                             OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
                             OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
                      ORDER BY s.started_at, s.call_id) AS x) AS w;
+    ELSE
+        -- Another pair's calls relation: the same statement, planned per call
+        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
+        EXECUTE format($pair$WITH claimed AS MATERIALIZED (
+        SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
+          FROM %1$s AS s
+         WHERE s.status = $1
+           AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
+           AND (s.started_at, s.call_id) >= ($3, $4) AND s.started_at <= $5
+           AND (s.started_at, s.call_id) <= ($5, $6)
+           AND s.call_id <> ALL ($7)
+           AND (NOT $8 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+         ORDER BY s.started_at, s.call_id
+         LIMIT $9
+           FOR NO KEY UPDATE OF s SKIP LOCKED
+    ), batch AS (
+        SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}') AS ids,
+               coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}') AS started,
+               coalesce(array_agg(c.due_key ORDER BY c.started_at, c.call_id), '{}') AS keys
+          FROM claimed AS c
+    ), bound AS (
+        SELECT b.*,
+               CASE WHEN cardinality(b.ids) < $9 THEN $5 ELSE b.started[$9] END AS upto_key,
+               CASE WHEN cardinality(b.ids) < $9 THEN $6 ELSE b.ids[$9] END AS upto_id
+          FROM batch AS b
+    )
+    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, w.due - cardinality(b.ids), w.talkers, w.talking_since
+      FROM bound AS b
+     CROSS JOIN LATERAL
+           (SELECT count(*) FILTER (WHERE x.due)::integer AS due,
+                   count(*) FILTER (WHERE NOT x.due)::integer AS talkers,
+                   min(x.updated_at) FILTER (WHERE NOT x.due) AS talking_since
+              FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2) AS due, s.updated_at
+                      FROM %1$s AS s
+                     WHERE s.status = $1
+                       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                       AND s.started_at <= $2
+                       AND (s.started_at, s.call_id) >= ($3, $4) AND s.started_at <= b.upto_key
+                       AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
+                       AND s.call_id <> ALL ($7)
+                       -- A call still talking is counted without a quarantine probe (counting a
+                       -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
+                       -- probe per row: hashed, it would read the whole quarantine each time.
+                       AND (NOT $8
+                            OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
+                            OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
+                     ORDER BY s.started_at, s.call_id) AS x) AS w$pair$, p_calls)
+           INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
+          USING v_status, p_cutoff, p_lo_key, p_lo_id, p_hi_key, p_hi_id, p_taken, p_quarantined, p_limit;
+    END IF;
     skipped := greatest(skipped, 0);
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer) IS
+COMMENT ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass) IS
     'Private: claim one healthy lane of a reaper phase with SKIP LOCKED, and count the calls it passed.';
-REVOKE ALL ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)
+ALTER FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

@@ -7,7 +7,7 @@ BEGIN;
 --   p_ids, p_started, p_keys  the batch (call_id, started_at, due key), laid out as the fresh
 --                lane, then p_n_retry quarantined calls, then the backlog lane
 --   p_run        the phase's run (messenger.call_reaper_phase_run): phase, run id, as_of, window,
---                subtransaction budget, quarantine backoffs
+--                subtransaction budget, quarantine backoffs, the pair it closes and pushes on
 -- Each lane is one set-based messenger._reap_apply, each attempt in its own subtransaction
 -- (retried calls one by one: they failed before, so a set would fail again). An attempt that
 -- raises, by messenger.call_reaper_error_class of its SQLSTATE:
@@ -101,7 +101,7 @@ BEGIN
               INTO v_count, v_lags, v_part
               FROM messenger._reap_apply(p_run.phase, p_ids[v_a:v_b], p_started[v_a:v_b],
                                          ARRAY(SELECT k + p_run.timeout FROM unnest(p_keys[v_a:v_b]) AS k),
-                                         p_run.run_id, p_run.as_of) AS a;
+                                         p_run.run_id, p_run.as_of, p_run.calls, p_run.outbox) AS a;
             reaped := reaped + v_count;
             lag_seconds := lag_seconds || v_lags;
             IF v_part IS NOT NULL THEN

@@ -22,9 +22,11 @@ BEGIN;
 -- the floor is checked as for any cycle. The caller is the session's role (SET ROLE, else the
 -- login): inside a SECURITY DEFINER routine current_user is the owner, and the role GUC and
 -- session_user are what the session itself chose.
--- Phases: one messenger._reap_phase per row of messenger.call_reaper_phases(), in that order,
--- each told its messenger.call_reaper_phase_run (its window is the setting the row's
--- timeout_setting names, with the arguments laid over the settings).
+-- Phases: messenger._reap_pair on the default pair (messenger.call_sessions,
+-- messenger.realtime_outbox): one messenger._reap_phase per row of messenger.call_reaper_phases(),
+-- in that order, each window the setting the row's timeout_setting names, with the arguments laid
+-- over the settings. The lock, the ledger, the counters and the caller rules stay here: a fan-out
+-- over shard pairs (docs/citus.md) runs _reap_pair per pair and adds up their rows.
 -- SECURITY DEFINER like the reaper: the job role runs it through run_call_reaper_ticks.
 CREATE OR REPLACE FUNCTION messenger._reap_cycle(
     p_batch_size    integer,
@@ -47,16 +49,7 @@ DECLARE
     v_settings messenger.call_reaper_settings;
     v_out      messenger.call_reaper_cycle;
     v_batch    integer;
-    v_rule     record;
-    v_run      messenger.call_reaper_phase_run;
     v_res      record;
-    v_missed   integer;
-    v_failed   integer;
-    v_skipped  integer;
-    v_poisoned integer;
-    v_used     integer;
-    v_phase_lags double precision[];
-    v_phase_deferred integer;
     v_lags     double precision[] := '{}'::double precision[];
     v_seconds  double precision;
     v_state    text;
@@ -128,44 +121,22 @@ BEGIN
     RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
         to_json(v_out.as_of) #>> '{}';
 
-    -- This block is the cycle's first subtransaction; the phases share the rest of the budget,
-    -- each but the last at most half of what is left (phase 1 at most half), so poison in phase
-    -- 1 never starves phase 2 of attempts. The totals are summed here and set below only once
-    -- every phase ran: a phase that raises rolls the earlier ones back too.
+    -- This block is the cycle's first subtransaction; the pair's phases share the rest of the
+    -- budget (messenger._reap_pair). The totals are set only once every phase ran: a phase that
+    -- raises rolls the earlier ones back too.
     BEGIN
-        v_missed := 0;
-        v_failed := 0;
-        v_skipped := 0;
-        v_poisoned := 0;
-        v_used := 1;
-        v_phase_lags := '{}'::double precision[];
-        v_phase_deferred := 0;
-        FOR v_rule IN SELECT r.phase, r.new_status, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
-                        FROM messenger.call_reaper_phases() AS r LOOP
-            v_run := ROW(v_rule.phase, v_out.run_id, v_out.as_of,
-                         (to_jsonb(v_settings) ->> v_rule.timeout_setting)::interval, v_batch,
-                         v_settings.polling_interval, v_settings.poison_backoff, v_settings.poison_backoff_max,
-                         CASE WHEN v_rule.is_last THEN c_subxact_budget - v_used ELSE (c_subxact_budget - v_used) / 2 END,
-                         p_after_run)::messenger.call_reaper_phase_run;
-            -- An assignment, not SELECT * FROM: a simple expression is no statement of its own,
-            -- so with the loop's query a cycle still runs no more statements than before.
-            v_res := messenger._reap_phase(v_run);
-            -- The cycle row counts calls by what they became (missed_count, failed_count).
-            v_missed := v_missed + CASE v_rule.new_status WHEN 'Missed' THEN v_res.reaped ELSE 0 END;
-            v_failed := v_failed + CASE v_rule.new_status WHEN 'Failed' THEN v_res.reaped ELSE 0 END;
-            v_skipped := v_skipped + v_res.skipped_locked;
-            v_poisoned := v_poisoned + v_res.poisoned;
-            v_phase_lags := v_phase_lags || v_res.lag_seconds;
-            v_used := v_used + v_res.subtransactions;
-            v_phase_deferred := v_phase_deferred + v_res.deferred;
-        END LOOP;
-        v_out.missed_count := v_missed;
-        v_out.failed_count := v_failed;
-        v_out.skipped_locked_count := v_skipped;
-        v_out.poisoned_count := v_poisoned;
-        v_lags := v_phase_lags;
-        v_subxacts := v_used;
-        v_deferred := v_phase_deferred;
+        -- The default pair; the arguments laid over the settings are what the pair reads.
+        v_settings.batch_size := v_batch;
+        -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
+        v_res := messenger._reap_pair('messenger.call_sessions'::regclass, 'messenger.realtime_outbox'::regclass,
+                                      v_out.run_id, v_out.as_of, v_settings, c_subxact_budget - 1, p_after_run);
+        v_out.missed_count := v_res.missed_count;
+        v_out.failed_count := v_res.failed_count;
+        v_out.skipped_locked_count := v_res.skipped_locked_count;
+        v_out.poisoned_count := v_res.poisoned_count;
+        v_lags := v_res.lag_seconds;
+        v_subxacts := 1 + v_res.subtransactions;
+        v_deferred := v_res.deferred_count;
         v_out.result := 'completed';
     EXCEPTION WHEN OTHERS THEN
         -- Both phases are rolled back; the run is still recorded and counted below.

@@ -15,6 +15,9 @@ BEGIN;
 -- before fresh_from (never fresh_from itself: a call committed late with an older key would be
 -- passed over), so the next cycle does not walk them again. Lanes are ranges of ix_call_due's
 -- key (started_at, call_id); a call in them is due by messenger.call_is_due at the cutoff.
+-- p_run.calls is the pair's calls relation: messenger.call_sessions runs the static statements;
+-- another relation of its shape runs the same walk through EXECUTE and has no claim floor (the
+-- floor is keyed by phase: the default pair's), so its backlog lane starts at the beginning.
 -- Why shaped so: docs/design.md, "Claiming".
 -- Reworked after v1.2.0: it takes the phase's messenger.call_reaper_phase_run and returns
 -- that named row, instead of 6 parameters and 16 OUT parameters. Its callers are PL/pgSQL,
@@ -69,9 +72,16 @@ BEGIN
     l.quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     l.retry_due := v_next_retry <= p_run.as_of;
 
-    SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
-    l.floor_stored := FOUND;
-    v_trusted := messenger._reap_floor_trusted(p_run, v_floor, l.vacuums);
+    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+        SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
+        l.floor_stored := FOUND;
+        v_trusted := messenger._reap_floor_trusted(p_run, v_floor, l.vacuums);
+    ELSE
+        -- The claim floor is keyed by phase, a position in call_sessions: another pair neither
+        -- trusts nor stores one, and its backlog lane starts at the beginning.
+        l.floor_stored := false;
+        v_trusted := false;
+    END IF;
     IF v_trusted THEN
         l.floor_key := v_floor.due_key;
         l.floor_id := v_floor.call_id;
@@ -101,6 +111,7 @@ BEGIN
         -- not: every Ringing call up to fresh_from is due, and an Answered one still talking is
         -- where the step stops, so the backlog lane walks it and the floor's talking_since
         -- counts it (stepped over, it would be hidden below the floor uncounted).
+        IF p_run.calls = 'messenger.call_sessions'::regclass THEN
         SELECT x.due_key, x.call_id, x.healthy INTO v_key, v_id, v_healthy
           FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM messenger.call_sessions AS s
@@ -121,7 +132,34 @@ BEGIN
                   ORDER BY s.started_at DESC, s.call_id DESC
                   LIMIT 1)) AS x
          LIMIT 1;
-        IF FOUND THEN
+        ELSE
+            -- Another pair's calls relation: the same statement, planned per call
+            -- (tests/python/test_pair_statements.py holds the two texts to one statement).
+            EXECUTE format($pair$SELECT x.due_key, x.call_id, x.healthy
+          FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
+                   FROM %1$s AS s
+                  WHERE s.status = $1
+                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND (s.started_at, s.call_id) >= ($2, $3)
+                    AND s.started_at <= $4
+                    AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+                  ORDER BY s.started_at, s.call_id
+                  LIMIT 1)
+                UNION ALL
+                (SELECT s.started_at, s.call_id, false
+                   FROM %1$s AS s
+                  WHERE s.status = $1
+                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND (s.started_at, s.call_id) >= ($2, $3)
+                    AND s.started_at <= $4
+                  ORDER BY s.started_at DESC, s.call_id DESC
+                  LIMIT 1)) AS x
+         LIMIT 1$pair$, p_run.calls)
+               INTO v_key, v_id, v_healthy
+              USING v_status, l.backlog_key, l.backlog_id, l.fresh_from;
+        END IF;
+        -- EXECUTE sets no FOUND; started_at is never NULL.
+        IF v_key IS NOT NULL THEN
             l.backlog_empty := NOT v_healthy;
             l.backlog_key := v_key;
             l.backlog_id := v_id;

@@ -37,6 +37,9 @@ BEGIN;
 -- Floor: messenger._reap_save_floor places and writes it from what the backlog lane, the sweep
 -- and the close did (messenger.call_reaper_backlog_outcome): where it stops, whether it is
 -- kept or swept. When a stored floor is trusted: messenger._reap_floor_trusted.
+-- Pair: p_run.calls and p_run.outbox (messenger._reap_pair). The default pair,
+-- messenger.call_sessions and messenger.realtime_outbox, runs the static statements; another
+-- pair of their shape runs the same texts through EXECUTE, without a claim floor.
 -- Log: one event=batch_selected record and, when it closed calls, one event=calls_reaped record
 -- listing every closed call as call_id/caller/callee (status and end_reason are the phase's):
 -- O(1) records per cycle, not one per call.
@@ -103,7 +106,8 @@ BEGIN
 
     IF v_lanes.retry_due THEN
         SELECT r.ids, r.started, r.keys INTO v_retry_ids, v_started, v_keys
-          FROM messenger._reap_claim_retries(p_run.phase, v_status::text, p_run.as_of, v_lanes.cutoff, v_share) AS r;
+          FROM messenger._reap_claim_retries(p_run.phase, v_status::text, p_run.as_of, v_lanes.cutoff, v_share,
+                                            p_run.calls) AS r;
     END IF;
 
     -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3), in the room the retry
@@ -134,7 +138,7 @@ BEGIN
         SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped, c.talkers, c.talking_since
           INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped, v_talkers, v_talking
           FROM messenger._reap_claim_lane(v_status::text, v_lanes.cutoff, v_lo_key, v_lo_id, v_hi_key, v_hi_id,
-                                          v_ids, v_lanes.quarantined, v_limit) AS c;
+                                          v_ids, v_lanes.quarantined, v_limit, p_run.calls) AS c;
         skipped_locked := skipped_locked + v_skipped;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);
@@ -175,10 +179,19 @@ BEGIN
 
     IF cardinality(v_retry_ids) > 0 THEN
         -- Retried calls that closed leave the quarantine; those that failed again stay.
+        IF p_run.calls = 'messenger.call_sessions'::regclass THEN
         DELETE FROM messenger.call_reaper_quarantine AS q
          WHERE q.call_id = ANY (v_retry_ids)
            AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
                             WHERE s.call_id = q.call_id AND s.status = v_status);
+        ELSE
+            -- Another pair's calls relation: the same statement (tests/python/test_pair_statements.py).
+            EXECUTE format($pair$DELETE FROM messenger.call_reaper_quarantine AS q
+         WHERE q.call_id = ANY ($1)
+           AND NOT EXISTS (SELECT FROM %1$s AS s
+                            WHERE s.call_id = q.call_id AND s.status = $2)$pair$, p_run.calls)
+              USING v_retry_ids, v_status;
+        END IF;
     END IF;
 
     -- The floor: _reap_save_floor places it from what the backlog lane and the close did; of
@@ -188,7 +201,10 @@ BEGIN
         v_backlog.deferred_key := v_started[v_close.first_deferred];
         v_backlog.deferred_id := v_ids[v_close.first_deferred];
     END IF;
-    PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
+    -- Only the default pair has a claim floor (_reap_lanes).
+    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+        PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
+    END IF;
 
     IF reaped > 0 THEN
         RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',

@@ -57,7 +57,8 @@ BEGIN
         -- the lanes are read (row type by name: the type's change comes later in the plan).
         v_lanes := messenger._reap_lanes(ROW(v_rule.phase, NULL, v_as_of, v_timeout, v_batch,
                                              v_settings.polling_interval, v_settings.poison_backoff,
-                                             v_settings.poison_backoff_max, NULL, NULL)::messenger.call_reaper_phase_run);
+                                             v_settings.poison_backoff_max, NULL, NULL, 'messenger.call_sessions',
+                                             'messenger.realtime_outbox')::messenger.call_reaper_phase_run);
         v_status := v_lanes.status;
         RETURN QUERY
         WITH expired AS (

@@ -1,7 +1,10 @@
 -- Deploy call_timeout_reaper:types/call_reaper_phase_run to pg
--- One phase of one cycle, as messenger._reap_cycle sets it up per row of
+-- One phase of one cycle on one relation pair, as messenger._reap_pair sets it up per row of
 -- messenger.call_reaper_phases(): what _reap_phase, _reap_lanes and _reap_close take, named once
--- instead of the same ten values passed down three signatures.
+-- instead of the same twelve values passed down three signatures. calls and outbox are the pair
+-- the phase reads and writes: messenger.call_sessions and messenger.realtime_outbox themselves
+-- (the default pair, static statements), or another pair of their shape (a colocated shard
+-- pair on Citus; the same statements through EXECUTE).
 
 BEGIN;
 
@@ -15,10 +18,12 @@ CREATE TYPE messenger.call_reaper_phase_run AS (
     backoff      interval,      -- quarantine backoff, doubling per failure ...
     backoff_max  interval,      -- ... up to this; also how long a claim floor is trusted
     budget       integer,       -- most subtransactions the phase may open
-    after_run    uuid           -- the previous cycle of the caller's drain or catch-up loop, or NULL
+    after_run    uuid,          -- the previous cycle of the caller's drain or catch-up loop, or NULL
+    calls        regclass,      -- the calls relation of the pair (messenger.call_sessions by default)
+    outbox       regclass       -- the outbox relation of the pair (messenger.realtime_outbox by default)
 );
 
 COMMENT ON TYPE messenger.call_reaper_phase_run IS
-    'Private: one reaper phase of one cycle (phase, run id, as_of, window, batch, fresh lane, backoffs, subtransaction budget, previous run of a loop), what _reap_phase, _reap_lanes and _reap_close take.';
+    'Private: one reaper phase of one cycle (phase, run id, as_of, window, batch, fresh lane, backoffs, subtransaction budget, previous run of a loop, the calls and outbox relations of its pair), what _reap_phase, _reap_lanes and _reap_close take.';
 
 COMMIT;

@@ -4,7 +4,7 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
+DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass);
 
 COMMIT;
 

@@ -46,20 +46,20 @@ SELECT is((SELECT as_of FROM messenger.call_reaper_claim_floor WHERE phase = 'st
 -- Trust ends at talking_since - fresh: cutoff 10:29:45 at as_of 12:29:45.
 SELECT is(messenger._reap_floor_trusted(
               ROW('stale_answered', gen_random_uuid(), '2100-01-01 12:29:44.999999+00', '2 hours', 10, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT f FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered'),
               (SELECT f.vacuums FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered')),
           true, '(e) the floor is trusted while the cutoff is before talking_since less the fresh window');
 SELECT is(messenger._reap_floor_trusted(
               ROW('stale_answered', gen_random_uuid(), '2100-01-01 12:29:45+00', '2 hours', 10, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT f FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered'),
               (SELECT f.vacuums FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered')),
           false, '(e) and no longer once the cutoff reaches it');
 -- A floor an older release stored for stale_answered has no talking_since: never trusted.
 SELECT is(messenger._reap_floor_trusted(
               ROW('stale_answered', gen_random_uuid(), '2100-01-01 12:00:05+00', '2 hours', 10, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT ROW(f.phase, f.due_key, f.call_id, f.reset_at, f.as_of, f.run_id, f.anchor_started_at, f.vacuums,
                           f.swept, f.passed, NULL)::messenger.call_reaper_claim_floor
                  FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered'),

@@ -129,7 +129,7 @@ SELECT 'ring_timeout', '2100-01-01 11:30+00', s.call_id, '2100-01-01 12:00:06+00
        gen_random_uuid(), s.started_at, l.vacuums, true, 1000
   FROM messenger.call_sessions AS s,
        messenger._reap_lanes(ROW('ring_timeout', NULL, '2100-01-01 12:00:06+00', '45 seconds', 200, '15 seconds',
-                                '1 minute', '1 hour', NULL, NULL)::messenger.call_reaper_phase_run) AS l
+                                '1 minute', '1 hour', NULL, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run) AS l
  WHERE s.started_at = '2100-01-01 11:30+00';
 CREATE TEMP TABLE e1 AS SELECT * FROM messenger.reap_call_timeouts(batch_size => 200, as_of => '2100-01-01 13:00:06+00');
 SELECT is((SELECT missed_count FROM e1), 40, 'an expired floor is ignored: the calls below it are closed');

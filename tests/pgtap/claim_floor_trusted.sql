@@ -21,7 +21,7 @@ CREATE FUNCTION pg_temp.trusted(p_as_of timestamptz, p_after_run uuid DEFAULT NU
 RETURNS boolean LANGUAGE sql AS $$
     SELECT messenger._reap_floor_trusted(
                ROW('ring_timeout', gen_random_uuid(), p_as_of, '45 seconds', 200, '15 seconds', '1 minute',
-                   '1 hour', 63, p_after_run)::messenger.call_reaper_phase_run,
+                   '1 hour', 63, p_after_run, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
                (SELECT f FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'ring_timeout'),
                p_vacuums)
 $$;
@@ -45,7 +45,7 @@ SELECT is(pg_temp.trusted('2100-01-01 12:01+00'), false,
           '(c) a floor whose anchor call is gone is not trusted');
 SELECT is(messenger._reap_floor_trusted(
               ROW('ring_timeout', gen_random_uuid(), '2100-01-01 12:01+00', '45 seconds', 200, '15 seconds',
-                  '1 minute', '1 hour', 63, NULL)::messenger.call_reaper_phase_run,
+                  '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               NULL::messenger.call_reaper_claim_floor, 7),
           false, 'no stored floor is not trusted (false, not NULL)');
 

@@ -3,6 +3,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz)'::pg_catalog.regprocedure;
+SELECT 'messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz, regclass, regclass)'::pg_catalog.regprocedure;
 
 ROLLBACK;

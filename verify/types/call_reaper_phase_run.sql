@@ -4,6 +4,8 @@ BEGIN;
 
 SELECT (NULL::messenger.call_reaper_phase_run).phase,
        (NULL::messenger.call_reaper_phase_run).timeout,
-       (NULL::messenger.call_reaper_phase_run).after_run;
+       (NULL::messenger.call_reaper_phase_run).after_run,
+       (NULL::messenger.call_reaper_phase_run).calls,
+       (NULL::messenger.call_reaper_phase_run).outbox;
 
 ROLLBACK;
