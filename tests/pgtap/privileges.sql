@@ -41,7 +41,7 @@ SELECT bag_eq(
       ('messenger._reap_floor_trusted(messenger.call_reaper_phase_run,messenger.call_reaper_claim_floor,bigint)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_first_passed(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_lanes(messenger.call_reaper_phase_run)', 'messenger_call_reaper_owner', false, true),
-      ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,messenger.call_reaper_settings,integer,uuid)', 'messenger_call_reaper_owner', true, true),
+      ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,jsonb,integer,uuid)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_phase(messenger.call_reaper_phase_run)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_quarantine_call(uuid,text,text,text,uuid,timestamp with time zone,interval,interval)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_save_floor(messenger.call_reaper_phase_run,messenger.call_reaper_lanes,messenger.call_reaper_backlog_outcome)', 'messenger_call_reaper_owner', false, true),
@@ -110,7 +110,7 @@ SELECT bag_eq(
       ('messenger.preview_call_timeouts(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
       ('messenger.pause_call_reaper()', 'messenger_call_reaper_operator'),
       ('messenger.resume_call_reaper()', 'messenger_call_reaper_operator'),
-      ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,messenger.call_reaper_settings,integer,uuid)', 'messenger_call_reaper_operator'),
+      ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,jsonb,integer,uuid)', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_duration(text,interval,interval,interval)', 'messenger_call_reaper_operator'),
       ('messenger.call_reaper_metrics()', 'messenger_call_reaper_operator'),
@@ -142,6 +142,8 @@ SELECT bag_eq(
     $$VALUES
       ('call_sessions', 'messenger_call_reaper_owner', 'SELECT'),
       ('realtime_outbox', 'messenger_call_reaper_owner', 'INSERT'),
+      -- the sequence behind its id (identity or serial): a pair's outbox without a default takes ids from it
+      ((SELECT c.relname::text FROM pg_class AS c WHERE c.oid = pg_get_serial_sequence('messenger.realtime_outbox', 'id')::regclass), 'messenger_call_reaper_owner', 'USAGE'),
       ('call_reaper_settings', 'messenger_call_reaper_owner', 'SELECT'),
       ('call_reaper_runs', 'messenger_call_reaper_owner', 'SELECT'),
       ('call_reaper_runs', 'messenger_call_reaper_owner', 'INSERT'),
