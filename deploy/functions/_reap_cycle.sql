@@ -129,7 +129,7 @@ BEGIN
         v_settings.batch_size := v_batch;
         -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
         v_res := messenger._reap_pair('messenger.call_sessions'::regclass, 'messenger.realtime_outbox'::regclass,
-                                      v_out.run_id, v_out.as_of, v_settings, c_subxact_budget - 1, p_after_run);
+                                      v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1, p_after_run);
         v_out.missed_count := v_res.missed_count;
         v_out.failed_count := v_res.failed_count;
         v_out.skipped_locked_count := v_res.skipped_locked_count;

@@ -13,8 +13,12 @@ BEGIN;
 --               on a Citus worker (the same statements through EXECUTE, no claim floor)
 --   p_run_id    the cycle's run id (the outbox rows' correlation_id)
 --   p_as_of     the cycle's as_of
---   p_settings  messenger.call_reaper_settings with the cycle's arguments laid over it
---               (batch_size, ring_timeout, stale_timeout)
+--   p_settings  to_jsonb() of messenger.call_reaper_settings with the cycle's arguments laid
+--               over it (batch_size, ring_timeout, stale_timeout); it reads batch_size,
+--               polling_interval, poison_backoff, poison_backoff_max and the setting each phase's
+--               timeout_setting names. jsonb, not the table's row type: Citus creates a routine
+--               on its workers only if every type it depends on is there, and the row type of a
+--               coordinator table never is (docs/citus.md)
 --   p_budget    most subtransactions the pair may open: phase 1 at most half, the last the rest
 --   p_after_run the previous cycle of the caller's drain or catch-up loop, or NULL
 -- Errors: 22023 (nothing read or changed) for a pair that is not of the default pair's shape:
@@ -22,20 +26,26 @@ BEGIN;
 -- present with the default table's type, the calls relation with a valid index of
 -- ix_call_due's shape (the claims' range scans) and the outbox with one of
 -- ux_realtime_outbox_call_event's (the database keeps a call's pushes unique); or for a bad
--- option (messenger._check_reaper_options). A pair the owner may not read or write fails with
+-- option (messenger._check_reaper_options); or for settings missing a key it reads or holding
+-- one of the wrong type (a JSON number for batch_size, a string of an interval for the others).
+-- A pair the owner may not read or write fails with
 -- 42501 at its first statement. Anything a phase raises is raised (the caller rolls back).
 -- Locking: none of its own; the caller holds the single-runner lock (messenger._reap_cycle), and
 -- every claim is FOR NO KEY UPDATE SKIP LOCKED, so a second runner on the same pair never
 -- closes a call twice. Writes no ledger row and no counters: that is the cycle's (on Citus, the
 -- coordinator adds up each pair's row).
+-- An outbox relation whose id has no default (a Citus shard) gets ids from the default outbox's
+-- sequence (messenger._reap_apply): with no such sequence it is refused (22023).
 -- SECURITY DEFINER like the cycle: EXECUTE for the owner's cycle and for operators (the fan-out
 -- on a worker), never for the job role or PUBLIC.
+-- citus.override_table_visibility = off: on a Citus worker pg_class hides shards from the
+-- shape check unless it is off; without Citus it is a placeholder setting that nothing reads.
 CREATE FUNCTION messenger._reap_pair(
     p_calls     regclass,
     p_outbox    regclass,
     p_run_id    uuid,
     p_as_of     timestamptz,
-    p_settings  messenger.call_reaper_settings,
+    p_settings  jsonb,
     p_budget    integer,
     p_after_run uuid,
     OUT missed_count         integer,
@@ -50,12 +60,17 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET citus.override_table_visibility = off
 AS $$
 DECLARE
     v_rule     record;
     v_run      messenger.call_reaper_phase_run;
     v_res      record;
     v_problems text;
+    v_batch    integer;
+    v_polling  interval;
+    v_backoff  interval;
+    v_backoff_max interval;
 BEGIN
     IF p_calls IS DISTINCT FROM 'messenger.call_sessions'::regclass
        OR p_outbox IS DISTINCT FROM 'messenger.realtime_outbox'::regclass THEN
@@ -100,15 +115,49 @@ BEGIN
                         WHERE i.indrelid = s.rel AND i.indisvalid AND m.indexrelid = s.idx
                           AND i.indisunique = m.indisunique
                           AND pg_catalog.substring(pg_catalog.pg_get_indexdef(i.indexrelid), ' (USING .*)$')
-                              = pg_catalog.substring(pg_catalog.pg_get_indexdef(m.indexrelid), ' (USING .*)$'))) AS x;
+                              = pg_catalog.substring(pg_catalog.pg_get_indexdef(m.indexrelid), ' (USING .*)$'))
+                UNION ALL
+                SELECT format('%s.id has no default and messenger.realtime_outbox.id no sequence to take it from', p_outbox)
+                  FROM pg_catalog.pg_attribute AS a
+                 WHERE a.attrelid = p_outbox AND a.attname = 'id' AND NOT a.attisdropped
+                   AND a.attidentity = '' AND NOT a.atthasdef
+                   AND pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id') IS NULL) AS x;
         IF v_problems IS NOT NULL THEN
             RAISE EXCEPTION 'the reaper cannot run on the pair (%, %): %', p_calls, p_outbox, v_problems
                 USING ERRCODE = '22023',
                       HINT = 'A pair is a calls relation and an outbox relation of the shape of messenger.call_sessions and messenger.realtime_outbox (CREATE TABLE ... (LIKE ... INCLUDING ALL), or a colocated shard pair), with the reaper''s indexes.';
         END IF;
     END IF;
-    PERFORM messenger._check_reaper_options(p_settings.batch_size, p_settings.ring_timeout,
-                                            p_settings.stale_timeout, p_as_of);
+    -- The settings it reads, each present and of its JSON type; the phases' windows by the
+    -- names call_reaper_phases() gives them.
+    SELECT pg_catalog.string_agg(format('%s is %s', k.key, coalesce(pg_catalog.jsonb_typeof(p_settings -> k.key), 'missing')), ', ')
+      INTO v_problems
+      FROM (SELECT 'batch_size' AS key, 'number' AS json_type
+            UNION ALL
+            SELECT u.key, 'string' FROM pg_catalog.unnest(ARRAY['polling_interval', 'poison_backoff', 'poison_backoff_max']) AS u (key)
+            UNION ALL
+            SELECT r.timeout_setting, 'string' FROM messenger.call_reaper_phases() AS r) AS k
+     WHERE pg_catalog.jsonb_typeof(p_settings -> k.key) IS DISTINCT FROM k.json_type;
+    IF v_problems IS NOT NULL THEN
+        RAISE EXCEPTION 'the reaper''s settings for a pair need batch_size as a number and the intervals as strings: %', v_problems
+            USING ERRCODE = '22023',
+                  HINT = 'Pass to_jsonb() of a messenger.call_reaper_settings row.';
+    END IF;
+    -- A value of the right JSON type that is no integer or interval: one read-only
+    -- subtransaction (no XID, so nothing against the budget) turns the cast's error into 22023.
+    BEGIN
+        v_batch := (p_settings ->> 'batch_size')::integer;
+        v_polling := (p_settings ->> 'polling_interval')::interval;
+        v_backoff := (p_settings ->> 'poison_backoff')::interval;
+        v_backoff_max := (p_settings ->> 'poison_backoff_max')::interval;
+        PERFORM pg_catalog.count((p_settings ->> r.timeout_setting)::interval) FROM messenger.call_reaper_phases() AS r;
+    EXCEPTION WHEN data_exception THEN
+        RAISE EXCEPTION 'the reaper''s settings for a pair hold a value that is not an integer or an interval: %', SQLERRM
+            USING ERRCODE = '22023',
+                  HINT = 'Pass to_jsonb() of a messenger.call_reaper_settings row.';
+    END;
+    PERFORM messenger._check_reaper_options(v_batch, (p_settings ->> 'ring_timeout')::interval,
+                                            (p_settings ->> 'stale_timeout')::interval, p_as_of);
     IF p_run_id IS NULL OR p_budget IS NULL OR p_budget < 1 THEN
         RAISE EXCEPTION 'a pair''s run needs a run id and a subtransaction budget of at least 1, got % and %', p_run_id, p_budget
             USING ERRCODE = '22023';
@@ -126,8 +175,8 @@ BEGIN
     FOR v_rule IN SELECT r.phase, r.new_status, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
                     FROM messenger.call_reaper_phases() AS r LOOP
         v_run := ROW(v_rule.phase, p_run_id, p_as_of,
-                     (to_jsonb(p_settings) ->> v_rule.timeout_setting)::interval, p_settings.batch_size,
-                     p_settings.polling_interval, p_settings.poison_backoff, p_settings.poison_backoff_max,
+                     (p_settings ->> v_rule.timeout_setting)::interval, v_batch,
+                     v_polling, v_backoff, v_backoff_max,
                      CASE WHEN v_rule.is_last THEN p_budget - subtransactions ELSE (p_budget - subtransactions) / 2 END,
                      p_after_run, p_calls, p_outbox)::messenger.call_reaper_phase_run;
         -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
@@ -144,16 +193,16 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid) IS
+COMMENT ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid) IS
     'Private: one reaper cycle''s phases on one relation pair (calls, outbox): the default pair as messenger._reap_cycle runs it, or a pair of its shape (a colocated shard pair); 22023 for a pair of another shape. No lock, ledger or counters of its own.';
-REVOKE ALL ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid)
+ALTER FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
-GRANT EXECUTE ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid)
+GRANT EXECUTE ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid)
     TO messenger_call_reaper_operator;
 
 COMMIT;

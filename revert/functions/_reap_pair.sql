@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid);
+DROP FUNCTION IF EXISTS messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid);
 
 COMMIT;

@@ -20,7 +20,7 @@ GRANT INSERT ON pair_test.outbox_retyped, pair_test.outbox_nounique TO messenger
 
 PREPARE run (regclass, regclass) AS
     SELECT * FROM messenger._reap_pair($1, $2, gen_random_uuid(), '2100-01-01 03:00+00',
-                                       (SELECT s FROM messenger.call_reaper_settings AS s), 63, NULL);
+                                       (SELECT to_jsonb(s) FROM messenger.call_reaper_settings AS s), 63, NULL);
 SELECT throws_ok($$EXECUTE run('pair_test.calls_view', 'pair_test.outbox')$$, '22023', NULL,
                  'a view as the calls relation is refused with 22023');
 SELECT throws_ok($$EXECUTE run('pair_test.outbox', 'pair_test.calls')$$, '22023', NULL,

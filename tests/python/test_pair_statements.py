@@ -23,6 +23,15 @@ DEFAULT = {"calls": "messenger.call_sessions", "outbox": "messenger.realtime_out
 # claim floor, so they only ever read messenger.call_sessions.
 PAIRED = {"_reap_claim_lane": 1, "_reap_claim_retries": 1, "_reap_apply": 1, "_reap_lanes": 1,
           "_reap_phase": 1, "_reap_close": 0, "_reap_pair": 0}
+# The one difference two twins may have, in _reap_apply only: an outbox relation whose id has no
+# default (a Citus shard) gets `id` named in the INSERT's column list and its value from the
+# default outbox's sequence, through two format arguments that are '' on any other pair.
+# Argument -> (the one value the routine may give it besides '', where it must stand).
+ID_ARGS = {
+    "v_id_column": ("'id, '", r"INSERT INTO %2\$s\s*\(%{n}\$skind,"),
+    "v_id_value": ("'pg_catalog.nextval($12), '", r"\bSELECT %{n}\$s\$8,"),
+}
+ID_ROUTINE = "_reap_apply"
 PAIR = re.compile(
     r"IF (?P<cond>[^\n]*) THEN\n"
     r"(?P<static>(?:(?!THEN\n|\n\s*ELSE\n|END IF;).)*?);\n\s*ELSE\n"
@@ -41,14 +50,22 @@ def squeeze(text: str) -> str:
     return " ".join(re.sub(r"--[^\n]*", "", text).split())
 
 
-def as_static(match: re.Match) -> str:
-    """The dynamic text spelled as the default pair's static statement."""
+def as_static(match: re.Match, name: str) -> str:
+    """The dynamic text spelled as the default pair's static statement (the id's arguments as
+    '', where they stand)."""
     rels = [r.strip() for r in match["rels"].split(",")]
     using = [u.strip() for u in match["using"].split(",")]
     text = match["template"]
+    for n, arg in enumerate(rels, 1):
+        if arg in ID_ARGS:
+            assert name == ID_ROUTINE, f"{name}: format argument {arg} is {ID_ROUTINE}'s alone"
+            assert text.count(f"%{n}$s") == 1 and re.search(ID_ARGS[arg][1].format(n=n), text), \
+                f"{name}: {arg} (%{n}$s) is not where the outbox's id goes"
 
     def relation(m: re.Match) -> str:
         arg = rels[int(m[1]) - 1]
+        if arg in ID_ARGS:
+            return ""
         kinds = [k for k in DEFAULT if k in arg]
         assert len(kinds) == 1, f"format argument {arg!r} is neither the pair's calls nor its outbox"
         return DEFAULT[kinds[0]]
@@ -78,7 +95,7 @@ def test_each_statement_on_the_pair_has_its_twin_and_they_are_one_statement(name
     for m in pairs:
         assert "'messenger.call_sessions'::regclass" in m["cond"] or m["cond"] == "v_whole", \
             f"{name}: the static branch is not chosen by the default pair: IF {m['cond']}"
-        assert as_static(m) == as_compared(m), f"{name}: the EXECUTE text drifted from the static statement"
+        assert as_static(m, name) == as_compared(m), f"{name}: the EXECUTE text drifted from the static statement"
     # Every read or write of the pair's relations is the static half of a pair.
     spans = [m.span("static") for m in pairs]
     body = re.sub(r"--[^\n]*", lambda c: " " * len(c[0]), src)
@@ -86,15 +103,44 @@ def test_each_statement_on_the_pair_has_its_twin_and_they_are_one_statement(name
     assert not loose, f"{name}: statements on the pair without an EXECUTE twin: {loose}"
 
 
+def test_the_id_arguments_are_the_outbox_id_or_nothing():
+    # Each is '' as declared, and set to exactly its one value: anything else would be a drift
+    # the comparison above does not see.
+    src = routine(ID_ROUTINE)
+    for arg, (value, _) in ID_ARGS.items():
+        assert re.findall(rf"\b{arg}\s+text\s*:=\s*([^;]*);", src) == ["''"], f"{arg} is not declared as ''"
+        assert re.findall(rf"^\s*{arg}\s*:=\s*([^;]*);", src, re.M) == [value], f"{arg} is set to something else than {value}"
+    # $12 is the sequence: the last USING expression, and what it is read from.
+    m = next(PAIR.finditer(src))
+    assert [u.strip() for u in m["using"].split(",")][11:] == ["v_id_sequence"]
+    assert "v_id_sequence := pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id')::regclass;" in src
+
+
+def test_the_id_arguments_are_held_to_their_place():
+    src = routine(ID_ROUTINE)
+    # Moved to another column, or used in another routine's twin: refused.
+    moved = src.replace("(%3$skind, target_kind,", "(kind, %3$starget_kind,", 1)
+    with pytest.raises(AssertionError, match="not where the outbox's id goes"):
+        as_static(next(PAIR.finditer(moved)), ID_ROUTINE)
+    with pytest.raises(AssertionError, match="alone"):
+        as_static(next(PAIR.finditer(src)), "_reap_claim_lane")
+    # Any other drift of the INSERT still fails.
+    drifted = src.replace("SELECT %4$s$8,\n           $9,", "SELECT %4$s$9,\n           $8,", 1)
+    assert drifted != src
+    d = next(PAIR.finditer(drifted))
+    with pytest.raises(AssertionError):
+        assert as_static(d, ID_ROUTINE) == as_compared(d)
+
+
 def test_the_comparison_sees_a_drift():
     # The check above must fail on a one-character drift of either text, or it checks nothing.
     src = routine("_reap_claim_lane")
     m = next(PAIR.finditer(src))
     drifted = src.replace("LIMIT $9", "LIMIT $8", 1)
-    assert as_static(next(PAIR.finditer(drifted))) != as_compared(m)
+    assert as_static(next(PAIR.finditer(drifted)), "_reap_claim_lane") != as_compared(m)
     drifted = src.replace("ORDER BY s.started_at, s.call_id\n         LIMIT p_limit",
                           "ORDER BY s.call_id\n         LIMIT p_limit", 1)
     d = next(PAIR.finditer(drifted))
-    assert as_static(d) != as_compared(d)
+    assert as_static(d, "_reap_claim_lane") != as_compared(d)
     loose = "UPDATE messenger.call_sessions SET status = 'x';"
     assert ACCESS.search(loose) and not ACCESS.search("v messenger.call_sessions.status%TYPE;")

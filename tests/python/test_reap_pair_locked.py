@@ -21,7 +21,7 @@ from reaper_support import FUTURE
 AS_OF = FUTURE
 PAIR_RUN = sql.SQL(
     "SELECT * FROM messenger._reap_pair({calls}::regclass, {outbox}::regclass, gen_random_uuid(), %s,"
-    " (SELECT s FROM messenger.call_reaper_settings AS s), 63, NULL)")
+    " (SELECT to_jsonb(s) FROM messenger.call_reaper_settings AS s), 63, NULL)")
 
 
 @pytest.fixture
@@ -89,4 +89,4 @@ def test_the_job_role_may_not_run_a_pair(login):
     # The default pair and no settings row: the only thing refused is EXECUTE on _reap_pair.
     with login(JOB_ROLE) as job, pytest.raises(psycopg.errors.InsufficientPrivilege):
         job.execute("SELECT * FROM messenger._reap_pair('messenger.call_sessions', 'messenger.realtime_outbox',"
-                    " gen_random_uuid(), %s, NULL::messenger.call_reaper_settings, 63, NULL)", [AS_OF])
+                    " gen_random_uuid(), %s, NULL::jsonb, 63, NULL)", [AS_OF])

@@ -6,7 +6,7 @@ BEGIN;
 
 DO $$
 DECLARE
-    v_proc regprocedure := 'messenger._reap_pair(regclass, regclass, uuid, timestamptz, messenger.call_reaper_settings, integer, uuid)';
+    v_proc regprocedure := 'messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid)';
 BEGIN
     IF NOT (SELECT p.prosecdef FROM pg_catalog.pg_proc AS p WHERE p.oid = v_proc) THEN
         RAISE EXCEPTION 'messenger._reap_pair is not SECURITY DEFINER';
