@@ -38,8 +38,11 @@ BEGIN;
 -- sequence (messenger._reap_apply): with no such sequence it is refused (22023).
 -- SECURITY DEFINER like the cycle: EXECUTE for the owner's cycle and for operators (the fan-out
 -- on a worker), never for the job role or PUBLIC.
--- citus.override_table_visibility = off: on a Citus worker pg_class hides shards from the
--- shape check unless it is off; without Citus it is a placeholder setting that nothing reads.
+-- Citus: on a worker pg_class hides shards from the shape check unless
+-- citus.override_table_visibility is off, so the routine turns it off for itself and gives the
+-- caller's value back on return; where the setting does not exist (no Citus) it sets nothing.
+-- Not a SET clause on the routine: without Citus loaded that is a placeholder setting, which a
+-- deployer that is not a superuser may not put on a routine (42501, PostgreSQL 15-18).
 CREATE FUNCTION messenger._reap_pair(
     p_calls     regclass,
     p_outbox    regclass,
@@ -60,7 +63,6 @@ VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
-SET citus.override_table_visibility = off
 AS $$
 DECLARE
     v_rule     record;
@@ -71,7 +73,12 @@ DECLARE
     v_polling  interval;
     v_backoff  interval;
     v_backoff_max interval;
+    v_visibility  text := pg_catalog.current_setting('citus.override_table_visibility', true);
 BEGIN
+    -- Local: a routine that raises leaves it to the caller's rollback to restore.
+    IF v_visibility IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.override_table_visibility', 'off', true);
+    END IF;
     IF p_calls IS DISTINCT FROM 'messenger.call_sessions'::regclass
        OR p_outbox IS DISTINCT FROM 'messenger.realtime_outbox'::regclass THEN
         -- The shape the reaper's statements need, read from the default pair (text, varchar
@@ -190,6 +197,9 @@ BEGIN
         subtransactions := subtransactions + v_res.subtransactions;
         lag_seconds := lag_seconds || v_res.lag_seconds;
     END LOOP;
+    IF v_visibility IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.override_table_visibility', v_visibility, true);
+    END IF;
 END
 $$;
 

@@ -2,10 +2,9 @@
 -- default tables) closes exactly that pair's due calls, once, with exactly their outbox rows in
 -- that pair's outbox, and leaves the default pair alone; the default pair's run leaves the
 -- second pair alone. A pair other than the default stores no claim floor; neither writes a
--- ledger row. Who may run it: the owner's cycle and operators, never the job role. It sees a
--- Citus worker's shards (citus.override_table_visibility = off on the routine).
+-- ledger row. Who may run it: the owner's cycle and operators, never the job role.
 BEGIN;
-SELECT plan(17);
+SELECT plan(16);
 
 SELECT is_definer('messenger', '_reap_pair',
                   ARRAY['regclass', 'regclass', 'uuid', 'timestamp with time zone', 'jsonb', 'integer', 'uuid'],
@@ -15,10 +14,6 @@ SELECT ok(has_function_privilege('messenger_call_reaper_operator',
           AND NOT has_function_privilege('messenger_call_reaper',
                                          'messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid)', 'EXECUTE'),
           'an operator may run messenger._reap_pair, the job role may not');
--- Without Citus a placeholder nothing reads: every run below runs with it.
-SELECT ok((SELECT 'citus.override_table_visibility=off' = ANY (p.proconfig) FROM pg_proc AS p
-            WHERE p.oid = 'messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid)'::regprocedure),
-          'messenger._reap_pair turns Citus'' hiding of shards off for itself (a placeholder without Citus)');
 
 \ir fixtures/second_pair.sql
 CREATE TEMP TABLE floor_before AS SELECT * FROM messenger.call_reaper_claim_floor;
