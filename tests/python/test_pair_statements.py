@@ -109,7 +109,7 @@ def test_the_id_arguments_are_the_outbox_id_or_nothing():
     src = routine(ID_ROUTINE)
     for arg, (value, _) in ID_ARGS.items():
         assert re.findall(rf"\b{arg}\s+text\s*:=\s*([^;]*);", src) == ["''"], f"{arg} is not declared as ''"
-        assert re.findall(rf"^\s*{arg}\s*:=\s*([^;]*);", src, re.M) == [value], f"{arg} is set to something else than {value}"
+        assert re.findall(rf"^\s*{arg}\s*:=\s*([^;]*);", src, re.MULTILINE) == [value], f"{arg} is set to something else than {value}"
     # $12 is the sequence: the last USING expression, and what it is read from.
     m = next(PAIR.finditer(src))
     assert [u.strip() for u in m["using"].split(",")][11:] == ["v_id_sequence"]
