@@ -259,9 +259,14 @@ def test_two_loops_close_every_due_call_once_within_the_slo(product, job_env):
         for loop in loops:
             loop.send_signal(signal.SIGTERM)
         outputs = [loop.communicate(timeout=3 * INTERVAL_S + 5) for loop in loops]
+    # Each loop ran the cycle at its ticks. Which of the two takes the lock at a shared tick is
+    # the scheduler's choice: one loop may win every tick (CI saw it once), so only both together
+    # must have completed cycles; the ledger below shows a busy lock was met, never waited for.
     for loop, (out, err) in zip(loops, outputs, strict=True):
         assert loop.returncode == 0, err
-        assert "event=cycle result=completed run_id=" in out, f"a loop ran no cycle: {out}{err}"
+        assert "event=cycle result=" in out, f"a loop ran no cycle: {out}{err}"
+    assert any("event=cycle result=completed run_id=" in out for out, _ in outputs), \
+        f"no loop completed a cycle: {outputs}"
 
     closed = product.execute("""
         SELECT count(*), max(extract(epoch FROM c.ended_at - (c.started_at + s.ring_timeout)))
