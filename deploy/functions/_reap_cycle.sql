@@ -25,8 +25,10 @@ BEGIN;
 -- Phases: messenger._reap_pair on the default pair (messenger.call_sessions,
 -- messenger.realtime_outbox): one messenger._reap_phase per row of messenger.call_reaper_phases(),
 -- in that order, each window the setting the row's timeout_setting names, with the arguments laid
--- over the settings. The lock, the ledger, the counters and the caller rules stay here: a fan-out
--- over shard pairs (docs/citus.md) runs _reap_pair per pair and adds up their rows.
+-- over the settings. The lock, the ledger, the counters and the caller rules stay here. On a Citus
+-- coordinator with call_sessions distributed, messenger._reap_fanout runs _reap_pair on every
+-- shard pair of every worker and adds up their sums; a worker that failed makes the run 'failed'
+-- (08000, the workers named) while the others' closures, committed on their nodes, are counted.
 -- SECURITY DEFINER like the reaper: the job role runs it through run_call_reaper_ticks.
 CREATE OR REPLACE FUNCTION messenger._reap_cycle(
     p_batch_size    integer,
@@ -58,6 +60,8 @@ DECLARE
     v_deferred integer := 0;
     v_idle     boolean;
     v_caller   text;
+    v_failures text;
+    v_distributed boolean := false;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
@@ -128,8 +132,20 @@ BEGIN
         -- The default pair; the arguments laid over the settings are what the pair reads.
         v_settings.batch_size := v_batch;
         -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
-        v_res := messenger._reap_pair('messenger.call_sessions'::regclass, 'messenger.realtime_outbox'::regclass,
-                                      v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1, p_after_run);
+        -- On a Citus coordinator whose call_sessions is distributed, the phases run on every
+        -- shard pair of every worker (messenger._reap_fanout). Without Citus, one lookup by name
+        -- and no query.
+        IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+            EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
+               INTO v_distributed USING 'messenger.call_sessions'::regclass;
+        END IF;
+        IF v_distributed THEN
+            SELECT * INTO v_res FROM messenger._reap_fanout(v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1);
+            v_failures := v_res.failures;
+        ELSE
+            v_res := messenger._reap_pair('messenger.call_sessions'::regclass, 'messenger.realtime_outbox'::regclass,
+                                          v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1, p_after_run);
+        END IF;
         v_out.missed_count := v_res.missed_count;
         v_out.failed_count := v_res.failed_count;
         v_out.skipped_locked_count := v_res.skipped_locked_count;
@@ -138,6 +154,13 @@ BEGIN
         v_subxacts := 1 + v_res.subtransactions;
         v_deferred := v_res.deferred_count;
         v_out.result := 'completed';
+        -- A worker that failed: the others' closures are committed and counted, the run is failed.
+        IF v_failures IS NOT NULL THEN
+            v_out.result := 'failed';
+            v_state := '08000';
+            v_message := 'Citus workers failed: ' || v_failures;
+            RAISE WARNING 'call_reaper event=cycle_worker_failed run_id=% message=%', v_out.run_id, to_json(v_message);
+        END IF;
     EXCEPTION WHEN OTHERS THEN
         -- Both phases are rolled back; the run is still recorded and counted below.
         GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;

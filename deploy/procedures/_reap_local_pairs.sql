@@ -1,0 +1,128 @@
+-- Deploy call_timeout_reaper:procedures/_reap_local_pairs to pg
+
+BEGIN;
+
+-- Contract: on a Citus worker, one cycle on each colocated shard pair of messenger.call_sessions
+-- and messenger.realtime_outbox that this node holds, one messenger._reap_pair after another, each
+-- committed on its own: a pair's closures and its outbox rows commit together, on this node, and
+-- its claimed rows are held for that pair's cycle only. messenger._reap_fanout CALLs it on every
+-- worker at once from the coordinator's cycle, under the coordinator's single-runner lock; an
+-- operator may CALL it on a worker by hand.
+-- Returns, in result, the node's sums as jsonb (missed_count, failed_count, skipped_locked_count,
+-- poisoned_count, deferred_count, subtransactions, lag_seconds, pairs, moved, errors): jsonb, so
+-- the coordinator reads it from run_command_on_workers' text. A pair that raises is rolled back
+-- alone (its calls stay due) and named in errors with its sqlstate and message (DETAIL, which may
+-- hold row values, is not); the other pairs go on.
+--   p_run_id, p_as_of, p_settings  the coordinator's cycle's (messenger._reap_pair)
+--   p_budget    most subtransactions a pair may open (each pair is a transaction of its own)
+-- Shard moves: a pair is read from pg_dist_placement of this node's group just before its cycle;
+-- a pair moved away since the list was read is passed over (counted in "moved"). A move that
+-- completes while the pair's cycle is open leaves that cycle's closures and outbox rows on the
+-- old placement, which nobody reads: they are lost together, the calls stay due on the new
+-- placement and a later cycle closes them there, once (docs/citus.md).
+-- Errors: 55000 on a node without Citus metadata (plain PostgreSQL), nothing read or changed.
+-- A procedure, SECURITY INVOKER and without a SET clause, because it commits (PostgreSQL allows
+-- neither with COMMIT): Citus connects from the coordinator as the cycle's current user, the
+-- owner, so it runs as the owner; every name in it is schema-qualified and pg_catalog is searched
+-- first. EXECUTE for operators, never for the job role or PUBLIC.
+CREATE PROCEDURE messenger._reap_local_pairs(
+    p_run_id   uuid,
+    p_as_of    timestamptz,
+    p_settings jsonb,
+    p_budget   integer,
+    INOUT result jsonb DEFAULT NULL)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_pairs_on record;
+    v_pair    record;
+    v_res     record;
+    v_here    boolean;
+    v_state   text;
+    v_message text;
+    v_missed  integer := 0;
+    v_failed  integer := 0;
+    v_skipped integer := 0;
+    v_poison  integer := 0;
+    v_deferred integer := 0;
+    v_subxacts integer := 0;
+    v_lags    double precision[] := '{}'::double precision[];
+    v_pairs   integer := 0;
+    v_moved   integer := 0;
+    v_errors  jsonb := '[]'::jsonb;
+    v_list    jsonb;
+BEGIN
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
+        RAISE EXCEPTION 'messenger._reap_local_pairs runs on a Citus worker: this node has no Citus metadata'
+            USING ERRCODE = '55000',
+                  HINT = 'On one server the cycle is messenger.reap_call_timeouts().';
+    END IF;
+    -- Through EXECUTE: the Citus catalogs exist only where Citus does. The outbox shard of the
+    -- same hash range on the same node is the call shard's colocated pair. Read once, as a list,
+    -- so the loop below holds no cursor across its commits.
+    EXECUTE $q$
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                   'calls_shard', c.shardid, 'outbox_shard', o.shardid,
+                   'calls', pg_catalog.shard_name('messenger.call_sessions'::regclass, c.shardid),
+                   'outbox', pg_catalog.shard_name('messenger.realtime_outbox'::regclass, o.shardid))
+                   ORDER BY c.shardminvalue::integer), '[]'::jsonb)
+          FROM pg_catalog.pg_dist_shard AS c
+          JOIN pg_catalog.pg_dist_placement AS cp ON cp.shardid = c.shardid
+          JOIN pg_catalog.pg_dist_shard AS o
+            ON o.logicalrelid = 'messenger.realtime_outbox'::regclass AND o.shardminvalue = c.shardminvalue
+          JOIN pg_catalog.pg_dist_placement AS op ON op.shardid = o.shardid AND op.groupid = cp.groupid
+         WHERE c.logicalrelid = 'messenger.call_sessions'::regclass
+           AND cp.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)$q$
+       INTO v_list;
+    FOR v_pair IN SELECT (e ->> 'calls_shard')::bigint AS calls_shard, (e ->> 'outbox_shard')::bigint AS outbox_shard,
+                         e ->> 'calls' AS calls, e ->> 'outbox' AS outbox
+                    FROM pg_catalog.jsonb_array_elements(v_list) AS e LOOP
+        EXECUTE $q$
+            SELECT count(*) = 2 FROM pg_catalog.pg_dist_placement AS p
+             WHERE p.shardid IN ($1, $2)
+               AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)$q$
+           INTO v_here USING v_pair.calls_shard, v_pair.outbox_shard;
+        IF NOT v_here THEN
+            v_moved := v_moved + 1;
+            CONTINUE;
+        END IF;
+        BEGIN
+            v_res := messenger._reap_pair(v_pair.calls::regclass, v_pair.outbox::regclass, p_run_id, p_as_of,
+                                          p_settings, p_budget, NULL);
+            v_pairs := v_pairs + 1;
+            v_missed := v_missed + v_res.missed_count;
+            v_failed := v_failed + v_res.failed_count;
+            v_skipped := v_skipped + v_res.skipped_locked_count;
+            v_poison := v_poison + v_res.poisoned_count;
+            v_deferred := v_deferred + v_res.deferred_count;
+            v_subxacts := v_subxacts + v_res.subtransactions + 1;
+            v_lags := v_lags || v_res.lag_seconds;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
+            v_subxacts := v_subxacts + 1;
+            v_errors := v_errors || pg_catalog.jsonb_build_object('pair', v_pair.calls, 'sqlstate', v_state, 'message', v_message);
+        END;
+        -- Outside the block: a block with an exception handler may not commit.
+        COMMIT;
+    END LOOP;
+    result := pg_catalog.jsonb_build_object('missed_count', v_missed, 'failed_count', v_failed,
+                  'skipped_locked_count', v_skipped, 'poisoned_count', v_poison,
+                  'deferred_count', v_deferred, 'subtransactions', v_subxacts,
+                  'lag_seconds', pg_catalog.to_jsonb(v_lags), 'pairs', v_pairs, 'moved', v_moved,
+                  'errors', v_errors);
+END
+$$;
+
+COMMENT ON PROCEDURE messenger._reap_local_pairs(uuid, timestamptz, jsonb, integer, jsonb) IS
+    'Private: on a Citus worker, one reaper cycle on each colocated shard pair this node holds (messenger._reap_pair), each committed on its own; the node''s sums as jsonb. 55000 without Citus.';
+REVOKE ALL ON PROCEDURE messenger._reap_local_pairs(uuid, timestamptz, jsonb, integer, jsonb) FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER PROCEDURE messenger._reap_local_pairs(uuid, timestamptz, jsonb, integer, jsonb)
+    OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+GRANT EXECUTE ON PROCEDURE messenger._reap_local_pairs(uuid, timestamptz, jsonb, integer, jsonb)
+    TO messenger_call_reaper_operator;
+
+COMMIT;
