@@ -15,11 +15,12 @@ BEGIN;
 -- hold row values, is not); the other pairs go on.
 --   p_run_id, p_as_of, p_settings  the coordinator's cycle's (messenger._reap_pair)
 --   p_budget    most subtransactions a pair may open (each pair is a transaction of its own)
--- Shard moves: a pair is read from pg_dist_placement of this node's group just before its cycle;
--- a pair moved away since the list was read is passed over (counted in "moved"). A move that
--- completes while the pair's cycle is open leaves that cycle's closures and outbox rows on the
--- old placement, which nobody reads: they are lost together, the calls stay due on the new
--- placement and a later cycle closes them there, once (docs/citus.md).
+-- Shard moves: before its cycle a pair takes the lock a write through Citus takes on the shard's
+-- placement metadata, which a move (citus_move_shard_placement, either transfer mode) needs
+-- exclusively to copy or cut over, then checks that its placement is still on this node. A move
+-- under way or done is passed over (counted in "moved"): no closure or outbox row is ever written
+-- to a placement that is being copied or has been left, so a push the dispatcher read is never
+-- lost with an old placement and sent again (docs/citus.md).
 -- Errors: 55000 on a node without Citus metadata (plain PostgreSQL), nothing read or changed.
 -- A procedure, SECURITY INVOKER and without a SET clause, because it commits (PostgreSQL allows
 -- neither with COMMIT): Citus connects from the coordinator as the cycle's current user, the
@@ -51,6 +52,9 @@ DECLARE
     v_moved   integer := 0;
     v_errors  jsonb := '[]'::jsonb;
     v_list    jsonb;
+    v_key     uuid;
+    v_wait    text;
+    c_move_wait constant text := '200ms';
 BEGIN
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
         RAISE EXCEPTION 'messenger._reap_local_pairs runs on a Citus worker: this node has no Citus metadata'
@@ -77,6 +81,29 @@ BEGIN
     FOR v_pair IN SELECT (e ->> 'calls_shard')::bigint AS calls_shard, (e ->> 'outbox_shard')::bigint AS outbox_shard,
                          e ->> 'calls' AS calls, e ->> 'outbox' AS outbox
                     FROM pg_catalog.jsonb_array_elements(v_list) AS e LOOP
+        -- The move guard. The pair's statements write the shards themselves, which Citus does
+        -- not see; a write through the distributed table takes a share lock on its shard's
+        -- placement metadata until commit, and a shard move or copy takes that lock exclusively
+        -- while it copies (block_writes) or cuts over (logical). So the pair first makes one
+        -- routed write that changes nothing (a call of this shard, a condition no row meets):
+        -- from then to its commit no move can take the pair's placement away. A move under way
+        -- makes the pair wait at most c_move_wait, then it is passed over (counted in "moved")
+        -- and its calls stay due for the next cycle, wherever they are then. An empty shard has
+        -- nothing to close.
+        BEGIN
+            EXECUTE pg_catalog.format('SELECT c.call_id FROM %s AS c LIMIT 1', v_pair.calls::regclass) INTO v_key;
+            IF v_key IS NULL THEN
+                CONTINUE;
+            END IF;
+            v_wait := pg_catalog.current_setting('lock_timeout');
+            PERFORM pg_catalog.set_config('lock_timeout', c_move_wait, true);
+            EXECUTE 'UPDATE messenger.call_sessions AS c SET updated_at = c.updated_at WHERE c.call_id = $1 AND c.status IS NULL'
+                USING v_key;
+            PERFORM pg_catalog.set_config('lock_timeout', v_wait, true);
+        EXCEPTION WHEN lock_not_available THEN
+            v_moved := v_moved + 1;
+            CONTINUE;
+        END;
         EXECUTE $q$
             SELECT count(*) = 2 FROM pg_catalog.pg_dist_placement AS p
              WHERE p.shardid IN ($1, $2)
@@ -84,6 +111,7 @@ BEGIN
            INTO v_here USING v_pair.calls_shard, v_pair.outbox_shard;
         IF NOT v_here THEN
             v_moved := v_moved + 1;
+            COMMIT;
             CONTINUE;
         END IF;
         BEGIN
