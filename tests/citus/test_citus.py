@@ -1,1 +1,401 @@
-"""placeholder"""
+"""The reaper on a Citus cluster, by hand: not part of `make test`, which has no Citus.
+
+Run against a coordinator whose database holds the Citus stand-in and the deployed reaper
+(docs/citus.md, "Running tests/citus"):
+
+    CITUS_COORDINATOR='host=... port=... dbname=messenger user=postgres' \
+    CITUS_STOP_WORKER='<shell command that stops the worker at {host}:{port}>' \
+    CITUS_START_WORKER='<shell command that starts it again>' \
+    .venv/bin/python -m pytest tests/citus -ra
+
+The database is a throwaway one: the tests empty the stand-in's two tables. Each test closes
+calls through the coordinator's cycle (the fan-out over every worker's shard pairs) and checks
+every call against the outbox, through the coordinator and per shard. The scheduled job is paused
+while a test runs cycles by hand, and running for the SLO test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+COORDINATOR = os.environ.get("CITUS_COORDINATOR", "")
+OWNER = "messenger_call_reaper_owner"
+
+
+def need(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise pytest.UsageError(f"tests/citus needs {name} (docs/citus.md, 'Running tests/citus')")
+    return value
+
+
+def connect(dsn: str | None = None) -> psycopg.Connection:
+    return psycopg.connect(dsn or need("CITUS_COORDINATOR"), autocommit=True)
+
+
+def workers(conn) -> list[tuple[str, int]]:
+    return [(h, p) for h, p in conn.execute(
+        "SELECT nodename, nodeport FROM pg_dist_node"
+        " WHERE groupid <> 0 AND noderole = 'primary' AND isactive ORDER BY nodeport")]
+
+
+def worker_dsn(host: str, port: int) -> str:
+    return make_conninfo(need("CITUS_COORDINATOR"), host=host, port=str(port))
+
+
+def insert_calls(conn, n: int, status: str = "Ringing", age: str = "10 minutes") -> list[uuid.UUID]:
+    ids = [uuid.uuid4() for _ in range(n)]
+    conn.execute(
+        "INSERT INTO messenger.call_sessions"
+        " (call_id, caller_user_id, callee_user_id, media_type, status, started_at, answered_at, updated_at)"
+        " SELECT i, gen_random_uuid(), gen_random_uuid(), 'Audio', %s, now() - %s::interval,"
+        "        CASE WHEN %s = 'Answered' THEN now() - %s::interval END, now() - %s::interval"
+        "   FROM unnest(%s::uuid[]) AS i",
+        (status, age, status, age, age, ids))
+    return ids
+
+
+def pushes(conn, ids) -> dict[uuid.UUID, tuple[str, int, int]]:
+    """call_id -> (status, CallMissed rows, CallEnded rows), read through the coordinator."""
+    return {r[0]: r[1:] for r in conn.execute(
+        "SELECT c.call_id, c.status,"
+        "       count(o.id) FILTER (WHERE o.kind = 'CallMissed')::int,"
+        "       count(o.id) FILTER (WHERE o.kind = 'CallEnded')::int"
+        "  FROM messenger.call_sessions AS c"
+        "  LEFT JOIN messenger.realtime_outbox AS o ON o.reference_id = c.call_id"
+        " WHERE c.call_id = ANY(%s) GROUP BY c.call_id, c.status", (list(ids),))}
+
+
+def assert_exactly_once(conn, missed=(), failed=(), live=()) -> None:
+    """Each call in its expected state with exactly its pushes; every outbox row in the shard its
+    call's hash routes to (a lookup by key finds as many rows as a scan of all shards)."""
+    seen = pushes(conn, [*missed, *failed, *live])
+    wrong = {i: seen.get(i) for i in missed if seen.get(i) != ("Missed", 1, 0)}
+    wrong |= {i: seen.get(i) for i in failed if seen.get(i) != ("Failed", 0, 2)}
+    wrong |= {i: seen.get(i) for i in live if seen.get(i) is None or seen[i][1:] != (0, 0)
+              or seen[i][0] not in ("Ringing", "Answered")}
+    assert not wrong, f"{len(wrong)} calls not closed exactly once, e.g. {list(wrong.items())[:3]}"
+    by_key = conn.execute("SELECT count(*) FROM messenger.realtime_outbox WHERE reference_id = ANY(%s)",
+                          ([*missed, *failed, *live],)).fetchone()[0]
+    scanned = conn.execute("SELECT count(*) FROM messenger.realtime_outbox").fetchone()[0]
+    assert by_key == scanned == len(missed) + 2 * len(failed)
+
+
+def last_runs(conn, n: int = 1):
+    return conn.execute(
+        "SELECT result, missed_count, failed_count, poisoned_count, error_sqlstate, error_message"
+        "  FROM messenger.call_reaper_runs WHERE lock_acquired ORDER BY started_at DESC LIMIT %s",
+        (n,)).fetchall()
+
+
+def on_workers(conn, command: str) -> list[str]:
+    rows = conn.execute("SELECT success, result FROM run_command_on_workers(%s)", (command,)).fetchall()
+    assert all(ok for ok, _ in rows), rows
+    return [r for _, r in rows]
+
+
+@pytest.fixture(scope="module")
+def coordinator():
+    with connect() as conn:
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()
+        assert version, "CITUS_COORDINATOR is not a database with the citus extension"
+        assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (OWNER,)).fetchone()[0], \
+            f"ALTER ROLE {OWNER} LOGIN first (docs/citus.md)"
+        conn.execute("SELECT messenger.pause_call_reaper()")
+        yield conn
+        conn.execute("SELECT messenger.resume_call_reaper()")
+
+
+@pytest.fixture
+def conn(coordinator):
+    """An empty product: the stand-in's tables and every worker's quarantine emptied, the workers
+    prepared."""
+    coordinator.execute("TRUNCATE messenger.call_sessions, messenger.realtime_outbox")
+    coordinator.execute("SELECT * FROM messenger.call_reaper_citus_prepare()")
+    on_workers(coordinator, "DELETE FROM messenger.call_reaper_quarantine")
+    return coordinator
+
+
+def test_prepare_gives_every_worker_its_tables_and_grant_and_is_idempotent(conn):
+    for _ in range(2):
+        rows = conn.execute("SELECT node, success, result FROM messenger.call_reaper_citus_prepare()").fetchall()
+        assert [r[1] for r in rows] == [True] * len(workers(conn)), rows
+    settings = conn.execute("SELECT to_jsonb(s)::text FROM messenger.call_reaper_settings AS s").fetchone()[0]
+    for host, port in workers(conn):
+        with connect(worker_dsn(host, port)) as w:
+            tables = {r[0] for r in w.execute(
+                "SELECT c.relname FROM pg_class AS c WHERE c.relnamespace = 'messenger'::regnamespace"
+                "   AND obj_description(c.oid, 'pg_class') LIKE 'the reaper''s worker copy%'")}
+            assert tables == {"call_reaper_quarantine", "call_reaper_settings", "call_reaper_claim_floor"}
+            assert w.execute("SELECT to_jsonb(s)::text FROM messenger.call_reaper_settings AS s").fetchall() \
+                == [(settings,)]
+            assert w.execute("SELECT has_sequence_privilege(%s, pg_get_serial_sequence("
+                             "'messenger.realtime_outbox', 'id'), 'USAGE')", (OWNER,)).fetchone()[0]
+
+
+def test_without_a_login_owner_prepare_and_the_cycle_refuse_with_55000_and_close_nothing(conn):
+    due = insert_calls(conn, 200)
+    with conn.transaction():
+        conn.execute(f"ALTER ROLE {OWNER} NOLOGIN")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+            with conn.transaction():
+                conn.execute("SELECT * FROM messenger.call_reaper_citus_prepare()")
+        result = conn.execute("SELECT result FROM messenger.reap_call_timeouts()").fetchone()[0]
+        assert result == "failed"
+        assert last_runs(conn)[0][4] == "55000"
+        assert_exactly_once(conn, live=due)
+        raise psycopg.Rollback()
+    assert conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (OWNER,)).fetchone()[0]
+
+
+def test_one_cycle_closes_every_due_call_of_every_shard_once_and_the_ledger_adds_them_up(conn):
+    missed = insert_calls(conn, 5000)
+    failed = insert_calls(conn, 300, status="Answered", age="3 hours")
+    live = insert_calls(conn, 500, age="1 second")
+    before = conn.execute("SELECT items_missed, items_failed FROM messenger.call_reaper_counters").fetchone()
+    row = conn.execute("SELECT result, missed_count, failed_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+    assert row == ("completed", 5000, 300)
+    assert_exactly_once(conn, missed=missed, failed=failed, live=live)
+    after = conn.execute("SELECT items_missed, items_failed FROM messenger.call_reaper_counters").fetchone()
+    assert (after[0] - before[0], after[1] - before[1]) == (5000, 300)
+    # The calls of every shard, and the outbox rows in the colocated shard of the same node.
+    shards = conn.execute(
+        "SELECT count(DISTINCT get_shard_id_for_distribution_column('messenger.call_sessions', call_id))"
+        "  FROM messenger.call_sessions WHERE status = 'Missed'").fetchone()[0]
+    assert shards == conn.execute("SELECT count(*) FROM pg_dist_shard"
+                                  " WHERE logicalrelid = 'messenger.call_sessions'::regclass").fetchone()[0]
+    again = conn.execute("SELECT result, missed_count, failed_count FROM messenger.reap_call_timeouts()").fetchone()
+    assert again == ("completed", 0, 0)
+    assert_exactly_once(conn, missed=missed, failed=failed, live=live)
+
+
+def test_a_drain_closes_a_backlog_in_batches_across_the_shards_exactly_once(conn):
+    due = insert_calls(conn, 20000)
+    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 200)")
+    assert_exactly_once(conn, missed=due)
+    runs = conn.execute("SELECT count(*), sum(missed_count) FROM messenger.call_reaper_runs"
+                        " WHERE started_at > now() - interval '10 minutes' AND result = 'completed'"
+                        "   AND missed_count > 0").fetchone()
+    assert runs[1] >= 20000 and runs[0] >= 2
+
+
+def placements(conn, ids) -> dict[uuid.UUID, tuple[int, str, int]]:
+    """call_id -> (shard id, worker host, worker port) of the shard that holds it."""
+    return {r[0]: r[1:] for r in conn.execute(
+        "SELECT i, s.shardid, n.nodename, n.nodeport FROM unnest(%s::uuid[]) AS i"
+        "  JOIN pg_dist_shard AS s"
+        "    ON s.shardid = get_shard_id_for_distribution_column('messenger.call_sessions', i)"
+        "  JOIN pg_dist_placement AS p USING (shardid) JOIN pg_dist_node AS n USING (groupid)",
+        (list(ids),))}
+
+
+def test_poison_on_one_shard_is_quarantined_there_and_stops_neither_its_shard_nor_the_others(conn):
+    due = insert_calls(conn, 3000)
+    where = placements(conn, due)
+    shard, host, port = where[due[0]]
+    # Three calls of one shard: a trigger on that shard alone, made on its worker.
+    bad = [i for i in due if where[i][0] == shard][:3]
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("SET citus.enable_ddl_propagation = off")
+        w.execute(f"""CREATE FUNCTION public.citus_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.call_id = ANY ('{{{",".join(map(str, bad))}}}'::uuid[]) THEN
+                RAISE EXCEPTION 'poison row for the test'; END IF; RETURN NEW; END $$""")
+        w.execute(f"CREATE TRIGGER citus_poison BEFORE UPDATE ON messenger.call_sessions_{shard}"
+                  " FOR EACH ROW EXECUTE FUNCTION public.citus_poison()")
+        try:
+            row = conn.execute("SELECT result, missed_count, poisoned_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+            assert row == ("completed", 3000 - 3, 3)
+            quarantined = {r[0] for r in w.execute("SELECT call_id FROM messenger.call_reaper_quarantine")}
+            assert quarantined == set(bad)
+        finally:
+            w.execute(f"DROP TRIGGER citus_poison ON messenger.call_sessions_{shard}")
+            w.execute("DROP FUNCTION public.citus_poison()")
+    assert_exactly_once(conn, missed=[i for i in due if i not in bad], live=bad)
+
+
+def test_a_stopped_worker_fails_the_run_and_the_other_workers_closures_count(conn):
+    stop, start = need("CITUS_STOP_WORKER"), need("CITUS_START_WORKER")
+    due = insert_calls(conn, 4000)
+    host, port = workers(conn)[0]
+    on_stopped = [i for i, w in placements(conn, due).items() if w[1:] == (host, port)]
+    subprocess.run(stop.format(host=host, port=port), shell=True, check=True)
+    try:
+        row = conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+        assert row == ("failed", len(due) - len(on_stopped))
+        sqlstate, message = last_runs(conn)[0][4:]
+        assert sqlstate == "08000" and f"{host}:{port}" in message
+    finally:
+        subprocess.run(start.format(host=host, port=port), shell=True, check=True)
+    for _ in range(60):
+        try:
+            with connect(worker_dsn(host, port)):
+                break
+        except psycopg.OperationalError:
+            time.sleep(0.5)
+    row = conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+    assert row == ("completed", len(on_stopped))
+    assert_exactly_once(conn, missed=due)
+
+
+@pytest.mark.parametrize("mode", ["block_writes", "force_logical"])
+def test_a_shard_move_during_a_drain_closes_and_pushes_every_call_exactly_once(conn, mode):
+    if mode == "force_logical" and conn.execute("SHOW wal_level").fetchone()[0] != "logical":
+        raise pytest.UsageError("the logical shard move needs wal_level = logical on every node")
+    due = insert_calls(conn, 30000)
+    (src_host, src_port), (dst_host, dst_port) = workers(conn)[:2]
+    moving = conn.execute(
+        "SELECT s.shardid FROM pg_dist_shard AS s JOIN pg_dist_placement AS p USING (shardid)"
+        "  JOIN pg_dist_node AS n USING (groupid)"
+        " WHERE s.logicalrelid = 'messenger.call_sessions'::regclass AND n.nodeport = %s"
+        " ORDER BY s.shardid LIMIT 2", (src_port,)).fetchall()
+    # A dispatcher beside it: every outbox row id it ever read, per (call, kind, target). A push
+    # read from a placement that a move then left, and written again later, shows as two ids.
+    seen: dict[tuple, set[int]] = {}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def dispatcher():
+        try:
+            with connect() as d:
+                while not stop.is_set():
+                    for ref, kind, target, oid in d.execute(
+                            "SELECT reference_id, kind, target_id, id FROM messenger.realtime_outbox"):
+                        seen.setdefault((ref, kind, target), set()).add(oid)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    moved_all = threading.Event()
+
+    def drain():
+        # Small batches, so the drain is still closing calls while the moves run; it ends at
+        # the first cycle after the moves that closed nothing.
+        try:
+            with connect() as d:
+                while True:
+                    done = moved_all.is_set()
+                    closed = d.execute("SELECT missed_count FROM messenger.reap_call_timeouts(batch_size => 20)").fetchone()[0]
+                    if done and closed == 0:
+                        break
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=dispatcher), threading.Thread(target=drain)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        with connect() as m:
+            for (shard,) in moving:
+                m.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => %s)",
+                          (shard, src_host, src_port, dst_host, dst_port, mode))
+            left = m.execute("SELECT count(*) FROM messenger.call_sessions WHERE status = 'Ringing'").fetchone()[0]
+    finally:
+        moved_all.set()
+        threads[1].join()
+        stop.set()
+        threads[0].join()
+    assert not errors, errors
+    assert left > 0, "the drain ended before the moves did: nothing ran beside them"
+    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 1000)")
+    assert_exactly_once(conn, missed=due)
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not twice, f"{len(twice)} pushes read with two ids, e.g. {list(twice.items())[:3]}"
+    moved = conn.execute("SELECT count(*) FROM pg_dist_placement AS p JOIN pg_dist_node AS n USING (groupid)"
+                         " WHERE p.shardid = ANY(%s) AND n.nodeport = %s",
+                         ([s for (s,) in moving], dst_port)).fetchone()[0]
+    assert moved == len(moving)
+    with connect() as m:  # leave the cluster as found
+        m.execute("CALL citus_cleanup_orphaned_resources()")
+        for (shard,) in moving:
+            m.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => 'block_writes')",
+                      (shard, dst_host, dst_port, src_host, src_port))
+        m.execute("CALL citus_cleanup_orphaned_resources()")
+
+
+PGBENCH_SCRIPT = """
+\\set a random(1, 20000)
+\\set b random(1, 20000)
+\\set c random(1, 20000)
+INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+VALUES (md5(:a || 'pgbench')::uuid, gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', now() - interval '40 seconds' * random(), now())
+ON CONFLICT (call_id) DO NOTHING;
+UPDATE messenger.call_sessions SET status = 'Answered', answered_at = now(), updated_at = now()
+ WHERE call_id = md5(:b || 'pgbench')::uuid AND status = 'Ringing';
+UPDATE messenger.call_sessions SET status = 'Ended', end_reason = 'Hangup', ended_at = now(), updated_at = now(),
+       duration_seconds = greatest(0, extract(epoch FROM now() - answered_at))::int
+ WHERE call_id = md5(:c || 'pgbench')::uuid AND status = 'Answered';
+"""
+
+
+def test_exactly_once_under_a_pgbench_product_load_with_the_scheduled_job(conn):
+    pgbench = os.environ.get("PGBENCH") or shutil.which("pgbench") or "/usr/lib/postgresql/15/bin/pgbench"
+    old = conn.execute("SELECT ring_timeout FROM messenger.call_reaper_settings").fetchone()[0]
+    conn.execute("UPDATE messenger.call_reaper_settings SET ring_timeout = '30 seconds'")
+    conn.execute("SELECT messenger.resume_call_reaper()")
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+            script.write(PGBENCH_SCRIPT)
+            script.flush()
+            params = conninfo_to_dict(need("CITUS_COORDINATOR"))
+            env = {**os.environ, "PGHOST": params.get("host", ""), "PGPORT": str(params.get("port", "5432")),
+                   "PGUSER": params.get("user", ""), "PGDATABASE": params.get("dbname", "")}
+            if "password" in params:
+                env["PGPASSWORD"] = params["password"]
+            run = subprocess.run([pgbench, "-n", "-c", "4", "-j", "2", "-T", "75", "-f", script.name],
+                                 env=env, capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr
+    finally:
+        conn.execute("SELECT messenger.pause_call_reaper()")
+        conn.execute("UPDATE messenger.call_reaper_settings SET ring_timeout = %s", (old,))
+    runs = conn.execute("SELECT count(*), coalesce(sum(missed_count), 0) FROM messenger.call_reaper_runs"
+                        " WHERE started_at > now() - interval '90 seconds' AND result = 'completed'").fetchone()
+    assert runs[0] >= 4 and runs[1] > 0, runs
+    # Every call: closed by the reaper with exactly its pushes, or by the product with none of
+    # the reaper's; a call both answered and missed would show here.
+    bad = conn.execute(
+        "SELECT c.call_id, c.status, count(o.id) FROM messenger.call_sessions AS c"
+        "  LEFT JOIN messenger.realtime_outbox AS o ON o.reference_id = c.call_id"
+        " GROUP BY c.call_id, c.status"
+        " HAVING count(o.id) <> CASE c.status WHEN 'Missed' THEN 1 WHEN 'Failed' THEN 2 ELSE 0 END").fetchall()
+    assert not bad, bad[:5]
+    assert conn.execute("SELECT count(*) FROM messenger.call_sessions WHERE status = 'Ended'").fetchone()[0] > 0
+
+
+def test_the_scheduled_job_closes_ringing_calls_within_ring_timeout_plus_its_interval(conn):
+    ring, slack = 5, 3
+    old, interval = conn.execute(
+        "SELECT ring_timeout, extract(epoch FROM polling_interval)::float8 FROM messenger.call_reaper_settings").fetchone()
+    conn.execute("UPDATE messenger.call_reaper_settings SET ring_timeout = make_interval(secs => %s)", (ring,))
+    conn.execute("SELECT messenger.resume_call_reaper()")
+    ids: list[uuid.UUID] = []
+    try:
+        for _ in range(12):  # spread over three intervals
+            ids += insert_calls(conn, 50, age="0 seconds")
+            time.sleep(interval / 4)
+        deadline = time.monotonic() + ring + interval + slack + 5
+        while time.monotonic() < deadline and conn.execute(
+                "SELECT count(*) FROM messenger.call_sessions WHERE call_id = ANY(%s) AND status = 'Ringing'",
+                (ids,)).fetchone()[0]:
+            time.sleep(1)
+        lags = [r[0] for r in conn.execute(
+            "SELECT extract(epoch FROM ended_at - (started_at + make_interval(secs => %s)))::float8"
+            "  FROM messenger.call_sessions WHERE call_id = ANY(%s)", (ring, ids))]
+    finally:
+        conn.execute("SELECT messenger.pause_call_reaper()")
+        conn.execute("UPDATE messenger.call_reaper_settings SET ring_timeout = %s", (old,))
+    assert len(lags) == len(ids) and None not in lags, "a call was not closed by the scheduled job"
+    print(f"\nCitus SLO lag after ring_timeout ({len(lags)} calls, interval {interval:g} s):"
+          f" median {statistics.median(lags):.2f} s, max {max(lags):.2f} s")
+    assert max(lags) <= interval + slack
+    assert_exactly_once(conn, missed=ids)
