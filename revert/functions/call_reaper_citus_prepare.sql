@@ -4,7 +4,7 @@
 
 BEGIN;
 
-DO $$
+DO $revert$
 BEGIN
     IF pg_catalog.to_regproc('pg_catalog.run_command_on_workers') IS NOT NULL THEN
         PERFORM pg_catalog.run_command_on_workers($w$DO $d$
@@ -19,7 +19,7 @@ BEGIN
             END $d$$w$, false);
     END IF;
 END
-$$;
+$revert$;
 DROP FUNCTION IF EXISTS messenger.call_reaper_citus_prepare();
 
 COMMIT;
