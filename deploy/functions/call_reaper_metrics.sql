@@ -43,6 +43,9 @@ BEGIN;
 -- their page counts make the planner estimate about 50 million for this statement, far past the
 -- JIT thresholds: it then spent 1.4 s compiling what runs in a millisecond, past the exporter's
 -- statement timeout (tests/python/test_jit.py).
+-- Citus (a coordinator whose call_sessions is distributed): the backlog counts run across the
+-- shards as they are; quarantined adds the rows of every worker's quarantine, where the fan-out
+-- keeps them (one connection per worker per scrape, as the owner, which must log in there).
 -- Reworked after v1.2.0: the backlog reads the phase table; same row, owner and grant.
 CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
@@ -84,6 +87,8 @@ DECLARE
     v_phase   record;
     v_status  messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
     v_backlog jsonb := '{}'::jsonb;                   -- phase -> count
+    v_on_workers bigint := 0;                         -- quarantined on Citus workers
+    v_distributed boolean := false;
 BEGIN
     -- The cutoffs are computed first, outside the counts, so each count is planned as one index
     -- range scan whatever the (never analyzed) singleton tables are estimated to hold.
@@ -98,6 +103,22 @@ BEGIN
               WHERE c.status = v_status
                 AND messenger.call_is_due(c.status, c.started_at, c.updated_at, v_phase.cutoff)));
     END LOOP;
+
+    -- On a Citus coordinator the fan-out quarantines poison on the worker that holds it
+    -- (messenger._reap_local_pairs): those rows are counted there, one connection per worker.
+    -- A worker that does not answer adds nothing; the reaper's own runs report it failing.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        -- plpgsql_check parses a constant EXECUTE against this server, which may have no Citus.
+        PERFORM 'PRAGMA:disable:check';
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
+           INTO v_distributed USING 'messenger.call_sessions'::regclass;
+        IF v_distributed THEN
+            EXECUTE $q$SELECT coalesce(sum(w.result::bigint) FILTER (WHERE w.success), 0)
+                         FROM pg_catalog.run_command_on_workers('SELECT count(*) FROM messenger.call_reaper_quarantine') AS w$q$
+               INTO v_on_workers;
+        END IF;
+        PERFORM 'PRAGMA:enable:check';
+    END IF;
 
     RETURN QUERY
 WITH s AS MATERIALIZED (
@@ -146,8 +167,11 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        greatest(k.last_success_at, (SELECT max(i.finished_at) FROM idle AS i)),
        (v_backlog ->> 'ring_timeout')::bigint,
        (v_backlog ->> 'stale_answered')::bigint,
-       (SELECT count(*) FROM messenger.call_reaper_quarantine AS q
-         WHERE EXISTS (SELECT FROM messenger.call_sessions AS c WHERE c.call_id = q.call_id)),
+       -- The quarantine's ids as one array, not a join: Citus refuses a join of a distributed
+       -- table with a local one.
+       (SELECT count(*) FROM messenger.call_sessions AS c
+         WHERE c.call_id = ANY (ARRAY(SELECT q.call_id FROM messenger.call_reaper_quarantine AS q)))
+           + v_on_workers,
        s.polling_interval,
        coalesce((SELECT greatest(extract(epoch FROM now() - lk.held_since)::double precision, 0) FROM lk), 0),
        coalesce((SELECT lk.warden_can_end FROM lk), false),

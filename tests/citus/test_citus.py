@@ -214,10 +214,23 @@ def test_poison_on_one_shard_is_quarantined_there_and_stops_neither_its_shard_no
         w.execute(f"CREATE TRIGGER citus_poison BEFORE UPDATE ON messenger.call_sessions_{shard}"
                   " FOR EACH ROW EXECUTE FUNCTION public.citus_poison()")
         try:
-            row = conn.execute("SELECT result, missed_count, poisoned_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
-            assert row == ("completed", 3000 - 3, 3)
+            # Bisecting three poison calls out of a shard's batch may spend the pair's phase budget;
+            # the calls left are deferred to the next cycle, as on one server.
+            totals = [0, 0]
+            for _ in range(5):
+                result, missed, poisoned = conn.execute(
+                    "SELECT result, missed_count, poisoned_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+                assert result == "completed"
+                totals = [totals[0] + missed, totals[1] + poisoned]
+                if missed == 0:
+                    break
+            assert totals == [3000 - 3, 3]
             quarantined = {r[0] for r in w.execute("SELECT call_id FROM messenger.call_reaper_quarantine")}
             assert quarantined == set(bad)
+            # The metrics read on the coordinator count the workers' quarantine, and the poison
+            # calls as backlog: still due, not closed.
+            assert conn.execute("SELECT quarantined, backlog_ring_timeout FROM messenger.call_reaper_metrics()"
+                                ).fetchone() == (3, 3)
         finally:
             w.execute(f"DROP TRIGGER citus_poison ON messenger.call_sessions_{shard}")
             w.execute("DROP FUNCTION public.citus_poison()")
