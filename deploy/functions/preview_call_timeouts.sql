@@ -15,6 +15,10 @@ BEGIN;
 -- order, started_at then call_id (for Answered calls too: not by updated_at, docs/design.md).
 -- due_at is when the call's window ended: started_at + ring_timeout for a Ringing call,
 -- updated_at + stale_timeout for an Answered one (messenger.call_due_key + the window).
+-- On a Citus coordinator whose call_sessions is distributed, each worker previews its own shard
+-- pairs (messenger._preview_local_pairs: per pair and phase the fresh lane, then the backlog,
+-- batch_size in all, quarantined calls left out and not retried), rows per phase by due_at; a
+-- worker that cannot be read fails the preview with 08000.
 -- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
 -- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)
 -- and by what changes in between.
@@ -43,6 +47,9 @@ DECLARE
     v_timeout  interval;
     v_lanes    record;
     v_status   messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
+    v_distributed boolean := false;
+    v_nodes    jsonb;
+    v_failed   text;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_batch := coalesce(preview_call_timeouts.batch_size, v_settings.batch_size);
@@ -50,6 +57,40 @@ BEGIN
     v_settings.stale_timeout := coalesce(preview_call_timeouts.stale_timeout, v_settings.stale_timeout);
     v_as_of := coalesce(preview_call_timeouts.as_of, clock_timestamp());
     PERFORM messenger._check_reaper_options(v_batch, v_settings.ring_timeout, v_settings.stale_timeout, v_as_of);
+
+    -- A Citus coordinator whose call_sessions is distributed: each worker previews its own shard
+    -- pairs (messenger._preview_local_pairs), as the fan-out would claim them, one connection
+    -- per worker as the caller, who must be able to log in there.
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        -- plpgsql_check parses a constant EXECUTE against this server, which may have no Citus.
+        PERFORM 'PRAGMA:disable:check';
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
+           INTO v_distributed USING 'messenger.call_sessions'::regclass;
+        IF v_distributed THEN
+            v_settings.batch_size := v_batch;
+            EXECUTE 'SELECT pg_catalog.jsonb_agg(w) FROM pg_catalog.run_command_on_workers($1, true) AS w'
+               INTO v_nodes
+              USING format('SELECT messenger._preview_local_pairs(%L::timestamptz, %L::jsonb)', v_as_of, to_jsonb(v_settings));
+        END IF;
+        PERFORM 'PRAGMA:enable:check';
+    END IF;
+    IF v_distributed THEN
+        SELECT string_agg(format('%s:%s: %s', w.nodename, w.nodeport, w.result), '; ')
+          INTO v_failed
+          FROM jsonb_to_recordset(v_nodes) AS w (nodename text, nodeport integer, success boolean, result text)
+         WHERE NOT w.success;
+        IF v_failed IS NOT NULL THEN
+            RAISE EXCEPTION 'the preview could not read every Citus worker: %', v_failed
+                USING ERRCODE = '08000';
+        END IF;
+        RETURN QUERY
+            SELECT r.phase, r.call_id, r.status, r.new_status, r.end_reason, r.due_at, v_as_of - r.due_at, r.reason
+              FROM jsonb_to_recordset(v_nodes) AS w (success boolean, result text),
+                   jsonb_to_recordset(w.result::jsonb) AS r (phase text, call_id uuid, status text, new_status text,
+                                                             end_reason text, due_at timestamptz, reason text)
+             ORDER BY r.phase, r.due_at, r.call_id;
+        RETURN;
+    END IF;
 
     FOR v_rule IN SELECT * FROM messenger.call_reaper_phases() LOOP
         v_timeout := (to_jsonb(v_settings) ->> v_rule.timeout_setting)::interval;

@@ -237,6 +237,38 @@ def test_poison_on_one_shard_is_quarantined_there_and_stops_neither_its_shard_no
     assert_exactly_once(conn, missed=[i for i in due if i not in bad], live=bad)
 
 
+def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane(conn):
+    backlog = insert_calls(conn, 1500)                  # long past the cutoff: the backlog lane
+    fresh = insert_calls(conn, 300, age="50 seconds")   # due within the last polling interval
+    stale = insert_calls(conn, 200, status="Answered", age="3 hours")
+    quarantined = backlog[:2]
+    for host, port in workers(conn):
+        with connect(worker_dsn(host, port)) as w:
+            w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
+                      " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
+                      " SELECT i, 'ring_timeout', 1, now(), now(), now() + interval '1 hour', 'P0001', 'test',"
+                      "        gen_random_uuid() FROM unnest(%s::uuid[]) AS i"
+                      "  WHERE get_shard_id_for_distribution_column('messenger.call_sessions', i) IN"
+                      "        (SELECT p.shardid FROM pg_dist_placement AS p"
+                      "          WHERE p.groupid = (SELECT groupid FROM pg_dist_local_group))", (quarantined,))
+    preview = conn.execute("SELECT phase, call_id, reason FROM messenger.preview_call_timeouts(batch_size => 5)").fetchall()
+    row = conn.execute("SELECT result, run_id FROM messenger.reap_call_timeouts(batch_size => 5)").fetchone()
+    assert row[0] == "completed"
+    closed = {r[0] for r in conn.execute("SELECT reference_id FROM messenger.realtime_outbox WHERE correlation_id = %s",
+                                         (row[1],))}
+    assert {r[1] for r in preview} == closed
+    def capped(ids):  # what batch 5 takes of these calls: at most 5 in each shard pair
+        return sum(min(5, n) for (n,) in conn.execute(
+            "SELECT count(*) FROM unnest(%s::uuid[]) AS i"
+            " GROUP BY get_shard_id_for_distribution_column('messenger.call_sessions', i)", (list(ids),)))
+
+    assert sum(r[0] == "stale_answered" for r in preview) == capped(stale)
+    assert not set(quarantined) & closed
+    # The fresh lane first: every pair's fresh calls are taken before its backlog.
+    assert sum(i in set(fresh) for i in closed) == capped(fresh)
+    assert all("(shard messenger.call_sessions_" in r[2] for r in preview)
+
+
 def test_a_stopped_worker_fails_the_run_and_the_other_workers_closures_count(conn):
     stop, start = need("CITUS_STOP_WORKER"), need("CITUS_START_WORKER")
     due = insert_calls(conn, 4000)

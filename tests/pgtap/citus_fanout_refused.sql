@@ -3,7 +3,7 @@
 -- always). Their behaviour on a Citus cluster is in tests/citus/ (docs/citus.md), which make test
 -- cannot run.
 BEGIN;
-SELECT plan(7);
+SELECT plan(8);
 
 CREATE TEMP TABLE before AS
     SELECT (SELECT count(*) FROM messenger.call_sessions WHERE status IN ('Missed', 'Failed')) AS closed,
@@ -15,6 +15,8 @@ SELECT throws_ok($$SELECT * FROM messenger._reap_fanout(gen_random_uuid(), now()
                  '55000', NULL, 'the coordinator''s fan-out refuses a server without Citus with 55000');
 SELECT throws_ok($$CALL messenger._reap_local_pairs(gen_random_uuid(), now(), '{}', 63)$$,
                  '55000', NULL, 'the worker''s loop over its shard pairs refuses a node without Citus with 55000');
+SELECT throws_ok($$SELECT messenger._preview_local_pairs(now(), '{}')$$,
+                 '55000', NULL, 'the worker''s preview of its shard pairs refuses a node without Citus with 55000');
 SELECT throws_ok($$SELECT * FROM messenger.call_reaper_citus_prepare()$$,
                  '55000', NULL, 'preparing the workers refuses a server without Citus with 55000');
 SELECT results_eq($$SELECT (SELECT count(*) FROM messenger.call_sessions WHERE status IN ('Missed', 'Failed')),
