@@ -293,6 +293,34 @@ def test_a_stopped_worker_fails_the_run_and_the_other_workers_closures_count(con
     assert_exactly_once(conn, missed=due)
 
 
+def test_shards_on_the_coordinator_fail_the_run_by_name_while_the_workers_are_reaped(conn):
+    due = insert_calls(conn, 2000)
+    host, port = workers(conn)[0]
+    shard = conn.execute(
+        "SELECT s.shardid FROM pg_dist_shard AS s JOIN pg_dist_placement AS p USING (shardid)"
+        "  JOIN pg_dist_node AS n USING (groupid)"
+        " WHERE s.logicalrelid = 'messenger.call_sessions'::regclass AND n.nodeport = %s"
+        " ORDER BY s.shardid LIMIT 1", (port,)).fetchone()[0]
+    coord_host, coord_port = conn.execute("SELECT nodename, nodeport FROM pg_dist_node WHERE groupid = 0").fetchone()
+    on_coordinator = [i for i, w in placements(conn, due).items() if w[0] == shard]
+    conn.execute("SELECT citus_set_node_property(%s, %s, 'shouldhaveshards', true)", (coord_host, coord_port))
+    conn.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => 'block_writes')",
+                 (shard, host, port, coord_host, coord_port))
+    try:
+        row = conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts(batch_size => 10000)").fetchone()
+        assert row == ("failed", len(due) - len(on_coordinator))
+        assert "the coordinator holds 1 shards" in last_runs(conn)[0][5]
+        assert_exactly_once(conn, missed=[i for i in due if i not in set(on_coordinator)], live=on_coordinator)
+    finally:
+        conn.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => 'block_writes')",
+                     (shard, coord_host, coord_port, host, port))
+        conn.execute("SELECT citus_set_node_property(%s, %s, 'shouldhaveshards', false)", (coord_host, coord_port))
+        conn.execute("CALL citus_cleanup_orphaned_resources()")
+    assert conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts(batch_size => 10000)"
+                        ).fetchone() == ("completed", len(on_coordinator))
+    assert_exactly_once(conn, missed=due)
+
+
 @pytest.mark.parametrize("mode", ["block_writes", "force_logical"])
 def test_a_shard_move_during_a_drain_closes_and_pushes_every_call_exactly_once(conn, mode):
     if mode == "force_logical" and conn.execute("SHOW wal_level").fetchone()[0] != "logical":
@@ -414,7 +442,11 @@ def test_exactly_once_under_a_pgbench_product_load_with_the_scheduled_job(conn):
         " GROUP BY c.call_id, c.status"
         " HAVING count(o.id) <> CASE c.status WHEN 'Missed' THEN 1 WHEN 'Failed' THEN 2 ELSE 0 END").fetchall()
     assert not bad, bad[:5]
-    assert conn.execute("SELECT count(*) FROM messenger.call_sessions WHERE status = 'Ended'").fetchone()[0] > 0
+    by_status = dict(conn.execute("SELECT status, count(*) FROM messenger.call_sessions GROUP BY status").fetchall())
+    tps = next((line for line in run.stdout.splitlines() if line.startswith("tps")), "")
+    print(f"\nCitus under pgbench (4 clients, 75 s): {runs[0]} scheduled cycles closed {runs[1]} calls;"
+          f" calls by status {by_status}; {tps}")
+    assert by_status.get("Ended", 0) > 0 and by_status.get("Missed", 0) > 0
 
 
 def test_the_scheduled_job_closes_ringing_calls_within_ring_timeout_plus_its_interval(conn):
