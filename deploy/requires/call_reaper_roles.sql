@@ -5,7 +5,10 @@
 -- this refuses, changing nothing, with SQLSTATE 55000 and one DETAIL line per mismatch:
 --   * any reaper role that is SUPERUSER, BYPASSRLS or REPLICATION (the SECURITY DEFINER
 --     routines would run with it, or the job would), or that can LOGIN where the reaper's is
---     NOLOGIN (messenger_call_reaper_owner, messenger_call_reaper_operator);
+--     NOLOGIN (messenger_call_reaper_owner, messenger_call_reaper_operator), except the owner
+--     in a database with the citus extension: Citus reaches the workers as the current user, so
+--     the fan-out needs an owner that can log in there (docs/citus.md; no password: the
+--     cluster's node authentication admits it);
 --   * a role not created by the deploy into this database (no marker naming it in the role's
 --     comment) that has members other than the deploying role (the one membership the reaper
 --     gives) or is itself a member of any role. Members of messenger_call_reaper_operator are
@@ -14,6 +17,8 @@
 --     grants it CREATE for its ALTER ... OWNER and revokes it again, which would take away a
 --     grant the reaper never made (and a role that can create in the product's schema is not
 --     the least-privileged owner the SECURITY DEFINER routines rely on).
+-- Reworked after v1.2.0 for that Citus exception (the @v1.2.0 script still runs where it was
+-- planned, first after @v1.1.0, on a fresh deploy, when the roles are the deploy's own).
 -- Planned first after @v1.1.0: on an upgrade it runs before any change of this release grants
 -- or revokes anything, so a refusal leaves the database exactly as it was. On a fresh deploy
 -- the released changes before it have already run (they created the missing roles, with their
@@ -28,6 +33,7 @@ DECLARE
     v_marker   text := 'Created by the call_timeout_reaper deploy in database '
                        || pg_catalog.current_database() || '.';
     v_problems text[] := '{}';
+    v_citus    boolean := EXISTS (SELECT FROM pg_catalog.pg_extension AS x WHERE x.extname = 'citus');
     r          record;
     m          record;
 BEGIN
@@ -51,7 +57,8 @@ BEGIN
         IF r.rolreplication THEN
             v_problems := v_problems || pg_catalog.format('role %s has REPLICATION', r.name);
         END IF;
-        IF r.rolcanlogin AND NOT r.login_expected THEN
+        IF r.rolcanlogin AND NOT r.login_expected
+           AND NOT (v_citus AND r.name = 'messenger_call_reaper_owner') THEN
             v_problems := v_problems || pg_catalog.format('role %s can LOGIN; the reaper''s is NOLOGIN', r.name);
         END IF;
         IF NOT r.created_here THEN
