@@ -17,8 +17,10 @@
 --     grants it CREATE for its ALTER ... OWNER and revokes it again, which would take away a
 --     grant the reaper never made (and a role that can create in the product's schema is not
 --     the least-privileged owner the SECURITY DEFINER routines rely on).
--- Reworked after v1.2.0 for that Citus exception (the @v1.2.0 script still runs where it was
--- planned, first after @v1.1.0, on a fresh deploy, when the roles are the deploy's own).
+-- The Citus exception is an edit of the released script (tests/released-deploy.sha256): a
+-- database that ran it never runs it again, and a fresh deploy or a verify on a Citus
+-- coordinator whose owner already logs in (a second database of the cluster, a redeploy) must
+-- pass, which a rework planned after it could not make true.
 -- Planned first after @v1.1.0: on an upgrade it runs before any change of this release grants
 -- or revokes anything, so a refusal leaves the database exactly as it was. On a fresh deploy
 -- the released changes before it have already run (they created the missing roles, with their

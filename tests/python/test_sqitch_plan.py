@@ -454,6 +454,9 @@ RELEASED_DEPLOY_EXCEPTIONS = {
         "the first script: its snapshot (messenger.call_reaper_found) of what the later released "
         "scripts overwrite can be taken nowhere else; a database deployed before has none and "
         "reverts as it did",
+    "deploy/requires/call_reaper_roles.sql":
+        "in a database with the citus extension the owner may LOGIN, which the Citus fan-out "
+        "needs; a database that ran it never runs it again, and elsewhere it refuses what it did",
     "deploy/indexes/ix_call_due@v1.0.0.sql":
         "its ON ONLY and ATTACH on a partitioned call_sessions wait 100 ms at a time and retry "
         "instead of up to 5 s: the same index results, and a database deployed before has it",
