@@ -25,7 +25,8 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    v_pair    record;
+    v_list    jsonb;
+    v_calls   regclass;
     v_rule    record;
     v_timeout interval;
     v_part    jsonb;
@@ -38,17 +39,19 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = 'On one server the preview is messenger.preview_call_timeouts().';
     END IF;
-    -- The Citus catalogs exist only where Citus does, and each statement names a shard:
-    -- plpgsql_check parses a constant EXECUTE against the server it runs on, so not these.
+    -- The Citus catalogs exist only where Citus does: plpgsql_check parses a constant EXECUTE
+    -- against the server it runs on, so not this one.
     PERFORM 'PRAGMA:disable:check';
-    FOR v_pair IN EXECUTE $q$
-        SELECT pg_catalog.shard_name('messenger.call_sessions'::regclass, c.shardid) AS calls
+    EXECUTE $q$
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.shard_name('messenger.call_sessions'::regclass, c.shardid)
+                                             ORDER BY c.shardminvalue::integer), '[]'::jsonb)
           FROM pg_catalog.pg_dist_shard AS c
           JOIN pg_catalog.pg_dist_placement AS cp ON cp.shardid = c.shardid
          WHERE c.logicalrelid = 'messenger.call_sessions'::regclass
-           AND cp.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)
-         ORDER BY c.shardminvalue::integer$q$
-    LOOP
+           AND cp.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)$q$
+       INTO v_list;
+    PERFORM 'PRAGMA:enable:check';
+    FOR v_calls IN SELECT e::regclass FROM pg_catalog.jsonb_array_elements_text(v_list) AS e LOOP
         FOR v_rule IN SELECT r.phase, r.status, r.new_status, r.end_reason, r.timeout_setting
                         FROM messenger.call_reaper_phases() AS r LOOP
             v_timeout := (p_settings ->> v_rule.timeout_setting)::interval;
@@ -74,14 +77,13 @@ BEGIN
                                                             ELSE 'backlog, oldest started first' END
                                                        || ' (shard ' || %3$L || ')'))
                            ORDER BY NOT d.fresh, d.started_at, d.call_id), '[]'::jsonb)
-                  FROM due AS d$q$, v_pair.calls, v_rule.status, v_pair.calls)
+                  FROM due AS d$q$, v_calls, v_rule.status, v_calls::text)
                INTO v_part
               USING v_rule.phase, p_as_of, v_timeout, v_fresh, v_batch, v_rule.new_status, v_rule.end_reason,
                     v_rule.timeout_setting;
             v_rows := v_rows || v_part;
         END LOOP;
     END LOOP;
-    PERFORM 'PRAGMA:enable:check';
     RETURN v_rows;
 END
 $$;

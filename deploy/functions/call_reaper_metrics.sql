@@ -87,7 +87,7 @@ DECLARE
     v_phase   record;
     v_status  messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
     v_backlog jsonb := '{}'::jsonb;                   -- phase -> count
-    v_on_workers bigint := 0;                         -- quarantined on Citus workers
+    v_on_workers bigint := 0::bigint;                       -- quarantined on Citus workers
     v_distributed boolean := false;
 BEGIN
     -- The cutoffs are computed first, outside the counts, so each count is planned as one index
