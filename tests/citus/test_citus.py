@@ -156,7 +156,7 @@ def test_prepare_gives_every_worker_its_tables_and_grant_and_is_idempotent(conn)
 def test_sqitch_verify_passes_with_the_owner_that_can_log_in(coordinator):
     # requires/call_reaper_roles refuses an owner that can LOGIN, except where Citus is: the
     # fan-out needs it. The tree's own verify scripts, against this coordinator.
-    run = subprocess.run(["sqitch", "verify"], cwd=ROOT, env=libpq_env(), capture_output=True, text=True)
+    run = subprocess.run(["sqitch", "verify"], cwd=ROOT, env=libpq_env(), capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
@@ -164,9 +164,8 @@ def test_without_a_login_owner_prepare_and_the_cycle_refuse_with_55000_and_close
     due = insert_calls(conn, 200)
     with conn.transaction():
         conn.execute(f"ALTER ROLE {OWNER_ROLE} NOLOGIN")
-        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
-            with conn.transaction():
-                conn.execute("SELECT * FROM messenger.call_reaper_citus_prepare()")
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState), conn.transaction():
+            conn.execute("SELECT * FROM messenger.call_reaper_citus_prepare()")
         result = conn.execute("SELECT result FROM messenger.reap_call_timeouts()").fetchone()[0]
         assert result == "failed"
         assert last_runs(conn)[0][4] == "55000"
@@ -438,7 +437,7 @@ def test_exactly_once_under_a_pgbench_product_load_with_the_scheduled_job(conn):
             script.write(PGBENCH_SCRIPT)
             script.flush()
             run = subprocess.run([pgbench, "-n", "-c", "4", "-j", "2", "-T", "75", "-f", script.name],
-                                 env=libpq_env(), capture_output=True, text=True)
+                                 env=libpq_env(), capture_output=True, text=True, check=False)
             assert run.returncode == 0, run.stderr
     finally:
         conn.execute("SELECT messenger.pause_call_reaper()")
