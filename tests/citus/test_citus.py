@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -282,6 +284,43 @@ def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane
     # The fresh lane first: every pair's fresh calls are taken before its backlog.
     assert sum(i in set(fresh) for i in closed) == capped(fresh)
     assert all("(shard messenger.call_sessions_" in r[2] for r in preview)
+
+
+def test_the_exporter_scrapes_a_coordinator_as_the_monitor_role(conn, tmp_path):
+    # The exporter's one query as messenger_call_reaper_monitor: the backlog across the shards,
+    # the quarantine of every worker.
+    due = insert_calls(conn, 300)
+    host, port = workers(conn)[0]
+    mine = [i for i, w in placements(conn, due).items() if w[1:] == (host, port)][:2]
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
+                  " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
+                  " SELECT i, 'ring_timeout', 1, now(), now(), now() + interval '1 hour', 'P0001', 'test',"
+                  "        gen_random_uuid() FROM unnest(%s::uuid[]) AS i", (mine,))
+    dsn = os.environ.get("CITUS_MONITOR_DSN") or make_conninfo(need("CITUS_COORDINATOR"),
+                                                                user="messenger_call_reaper_monitor")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    exporter = subprocess.Popen([str(ROOT / ".venv" / "bin" / "call-reaper-exporter"), "--dsn", dsn,
+                                 "--port", str(free), "--listen-address", "127.0.0.1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        text = ""
+        for _ in range(40):
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{free}/metrics", timeout=5).read().decode()
+                if "messenger_call_reaper_up 1.0" in text:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+    finally:
+        exporter.terminate()
+        exporter.wait(10)
+    assert "messenger_call_reaper_up 1.0" in text
+    assert 'messenger_call_reaper_active_backlog{phase="ring_timeout"} 300.0' in text
+    assert "messenger_call_reaper_quarantined_calls 2.0" in text
 
 
 def test_a_stopped_worker_fails_the_run_and_the_other_workers_closures_count(conn):
