@@ -53,6 +53,7 @@ DECLARE
     v_list    jsonb;
     v_key     uuid;
     v_probe   text;
+    v_retry   boolean;
     v_wait    text;
     c_move_wait constant text := '200ms';
 BEGIN
@@ -81,13 +82,19 @@ BEGIN
          WHERE c.logicalrelid = 'messenger.call_sessions'::regclass
            AND cp.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)$q$
        INTO v_list;
-    -- One range probe of ix_call_due's shape per phase (the status as a literal: the column may
-    -- be the service's enum), the shard named per pair.
+    -- Whether a pair has anything to do: a call due in one of the phases (the due rule, on a
+    -- range of ix_call_due's shape up to the phase's cutoff; the status as a literal, since the
+    -- column may be the service's enum), the shard named per pair. Or a quarantined call whose
+    -- backoff expired anywhere on this node: then every pair runs, so the retry lane also drops
+    -- the rows of calls that are no longer due, as on one server.
     SELECT 'SELECT x.call_id FROM (' || pg_catalog.string_agg(pg_catalog.format(
-               '(SELECT c.call_id FROM %%1$s AS c WHERE c.status = %L AND c.started_at <= %L::timestamptz LIMIT 1)',
-               r.status, p_as_of - (p_settings ->> r.timeout_setting)::interval), ' UNION ALL ') || ') AS x LIMIT 1'
+               '(SELECT c.call_id FROM %%1$s AS c WHERE c.status = %L AND c.started_at <= %L::timestamptz'
+               ' AND messenger.call_is_due(c.status, c.started_at, c.updated_at, %L::timestamptz) LIMIT 1)',
+               r.status, p_as_of - (p_settings ->> r.timeout_setting)::interval,
+               p_as_of - (p_settings ->> r.timeout_setting)::interval), ' UNION ALL ') || ') AS x LIMIT 1'
       INTO v_probe
       FROM messenger.call_reaper_phases() AS r;
+    v_retry := EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.next_attempt_at <= p_as_of);
     FOR v_pair IN SELECT (e ->> 'calls_shard')::bigint AS calls_shard, (e ->> 'outbox_shard')::bigint AS outbox_shard,
                          e ->> 'calls' AS calls, e ->> 'outbox' AS outbox
                     FROM pg_catalog.jsonb_array_elements(v_list) AS e LOOP
@@ -99,12 +106,14 @@ BEGIN
         -- from then to its commit no move can take the pair's placement away. A move under way
         -- makes the pair wait at most c_move_wait, then it is passed over (counted in "moved")
         -- and its calls stay due for the next cycle, wherever they are then. The call it writes
-        -- is one the probe found: an active call that started before its phase's cutoff (a due
-        -- call has; a talking one may). A pair without one has nothing due and no quarantined
-        -- call to retry, and is passed over without a cycle: an idle pair costs one index probe
-        -- per phase, not _reap_pair's checks and claims.
+        -- is the due call the probe found (or, for a retry, any call of the shard). A pair with
+        -- neither is passed over without a cycle: an idle pair costs one probe per phase, not
+        -- _reap_pair's checks and claims.
         BEGIN
             EXECUTE pg_catalog.format(v_probe, v_pair.calls::regclass) INTO v_key;
+            IF v_key IS NULL AND v_retry THEN
+                EXECUTE pg_catalog.format('SELECT c.call_id FROM %s AS c LIMIT 1', v_pair.calls::regclass) INTO v_key;
+            END IF;
             IF v_key IS NULL THEN
                 CONTINUE;
             END IF;

@@ -286,6 +286,36 @@ def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane
     assert all("(shard messenger.call_sessions_" in r[2] for r in preview)
 
 
+def test_pairs_with_nothing_due_are_passed_over_even_with_calls_talking_for_hours(conn):
+    # 2,000 calls talking for 3 hours on every shard, none due: no pair runs a cycle (the run's
+    # subtransactions are its own block's only), none is closed.
+    talking = insert_calls(conn, 2000, status="Answered", age="3 hours")
+    conn.execute("UPDATE messenger.call_sessions SET updated_at = now() WHERE status = 'Answered'")
+    row = conn.execute("SELECT result, missed_count, failed_count, run_id FROM messenger.reap_call_timeouts()").fetchone()
+    assert row[:3] == ("completed", 0, 0)
+    assert conn.execute("SELECT subtransactions FROM messenger.call_reaper_runs WHERE run_id = %s",
+                        (row[3],)).fetchone()[0] == 1
+    assert_exactly_once(conn, live=talking)
+
+
+def test_an_expired_quarantine_row_of_a_call_the_product_ended_goes_though_nothing_is_due(conn):
+    # As on one server, the retry lane drops the row of a quarantined call that is no longer due
+    # once its backoff expired, though its shard has nothing due.
+    ended = insert_calls(conn, 1, age="1 second")
+    conn.execute("UPDATE messenger.call_sessions SET status = 'Declined', end_reason = 'Declined', ended_at = now(),"
+                 " updated_at = now() WHERE call_id = %s", (ended[0],))
+    host, port = placements(conn, ended)[ended[0]][1:]
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
+                  " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
+                  " VALUES (%s, 'ring_timeout', 1, now() - interval '2 minutes', now() - interval '2 minutes',"
+                  "         now() - interval '1 minute', 'P0001', 'test', gen_random_uuid())", (ended[0],))
+        row = conn.execute("SELECT result, missed_count, failed_count FROM messenger.reap_call_timeouts()").fetchone()
+        assert row == ("completed", 0, 0)
+        assert w.execute("SELECT count(*) FROM messenger.call_reaper_quarantine").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM messenger.realtime_outbox").fetchone()[0] == 0
+
+
 def test_the_exporter_scrapes_a_coordinator_as_the_monitor_role(conn, tmp_path):
     # The exporter's one query as messenger_call_reaper_monitor: the backlog across the shards,
     # the quarantine of every worker.
