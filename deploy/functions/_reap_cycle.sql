@@ -61,7 +61,6 @@ DECLARE
     v_idle     boolean;
     v_caller   text;
     v_failures text;
-    v_distributed boolean := false;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
@@ -133,16 +132,8 @@ BEGIN
         v_settings.batch_size := v_batch;
         -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
         -- On a Citus coordinator whose call_sessions is distributed, the phases run on every
-        -- shard pair of every worker (messenger._reap_fanout). Without Citus, one lookup by name
-        -- and no query.
-        IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-            -- plpgsql_check parses a constant EXECUTE against this server, which has no Citus.
-            PERFORM 'PRAGMA:disable:check';
-            EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
-               INTO v_distributed USING 'messenger.call_sessions'::regclass;
-            PERFORM 'PRAGMA:enable:check';
-        END IF;
-        IF v_distributed THEN
+        -- shard pair of every worker (messenger._reap_fanout).
+        IF messenger._call_reaper_distributed() THEN
             SELECT * INTO v_res FROM messenger._reap_fanout(v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1);
             v_failures := v_res.failures;
         ELSE

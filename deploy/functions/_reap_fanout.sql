@@ -45,16 +45,8 @@ DECLARE
     v_nodes     jsonb;
     v_on_coordinator bigint;
     v_failures  text[] := '{}'::text[];
-    v_distributed boolean := false;
 BEGIN
-    -- The Citus catalogs and routines exist only where Citus does; plpgsql_check parses a
-    -- constant EXECUTE against the server it runs on.
-    PERFORM 'PRAGMA:disable:check';
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
-           INTO v_distributed USING 'messenger.call_sessions'::regclass;
-    END IF;
-    IF NOT v_distributed THEN
+    IF NOT messenger._call_reaper_distributed() THEN
         RAISE EXCEPTION 'messenger._reap_fanout needs a Citus coordinator with messenger.call_sessions distributed'
             USING ERRCODE = '55000',
                   HINT = 'On one server the cycle runs messenger._reap_pair on the tables themselves.';
@@ -73,6 +65,9 @@ BEGIN
     lag_seconds := '{}'::double precision[];
     pairs := 0;
     moved := 0;
+    -- The Citus catalogs and routines exist only where Citus does; plpgsql_check parses a
+    -- constant EXECUTE against the server it runs on.
+    PERFORM 'PRAGMA:disable:check';
     -- Shards the coordinator holds itself (a coordinator added with shouldhaveshards) are not
     -- reached by run_command_on_workers, and a procedure that commits cannot run inside this
     -- cycle: their calls would never close, so the run says so and fails.

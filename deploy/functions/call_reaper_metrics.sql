@@ -88,7 +88,6 @@ DECLARE
     v_status  messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
     v_backlog jsonb := '{}'::jsonb;                   -- phase -> count
     v_on_workers bigint := 0::bigint;                       -- quarantined on Citus workers
-    v_distributed boolean := false;
 BEGIN
     -- The cutoffs are computed first, outside the counts, so each count is planned as one index
     -- range scan whatever the (never analyzed) singleton tables are estimated to hold.
@@ -107,16 +106,12 @@ BEGIN
     -- On a Citus coordinator the fan-out quarantines poison on the worker that holds it
     -- (messenger._reap_local_pairs): those rows are counted there, one connection per worker.
     -- A worker that does not answer adds nothing; the reaper's own runs report it failing.
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    IF messenger._call_reaper_distributed() THEN
         -- plpgsql_check parses a constant EXECUTE against this server, which may have no Citus.
         PERFORM 'PRAGMA:disable:check';
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
-           INTO v_distributed USING 'messenger.call_sessions'::regclass;
-        IF v_distributed THEN
-            EXECUTE $q$SELECT coalesce(sum(w.result::bigint) FILTER (WHERE w.success), 0)
-                         FROM pg_catalog.run_command_on_workers('SELECT count(*) FROM messenger.call_reaper_quarantine') AS w$q$
-               INTO v_on_workers;
-        END IF;
+        EXECUTE $q$SELECT coalesce(sum(w.result::bigint) FILTER (WHERE w.success), 0)
+                     FROM pg_catalog.run_command_on_workers('SELECT count(*) FROM messenger.call_reaper_quarantine') AS w$q$
+           INTO v_on_workers;
         PERFORM 'PRAGMA:enable:check';
     END IF;
 

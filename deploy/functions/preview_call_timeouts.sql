@@ -47,7 +47,6 @@ DECLARE
     v_timeout  interval;
     v_lanes    record;
     v_status   messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
-    v_distributed boolean := false;
     v_nodes    jsonb;
     v_failed   text;
 BEGIN
@@ -61,20 +60,14 @@ BEGIN
     -- A Citus coordinator whose call_sessions is distributed: each worker previews its own shard
     -- pairs (messenger._preview_local_pairs), as the fan-out would claim them, one connection
     -- per worker as the caller, who must be able to log in there.
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    IF messenger._call_reaper_distributed() THEN
+        v_settings.batch_size := v_batch;
         -- plpgsql_check parses a constant EXECUTE against this server, which may have no Citus.
         PERFORM 'PRAGMA:disable:check';
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid = $1 AND p.partmethod = ''h'')'
-           INTO v_distributed USING 'messenger.call_sessions'::regclass;
-        IF v_distributed THEN
-            v_settings.batch_size := v_batch;
-            EXECUTE 'SELECT pg_catalog.jsonb_agg(w) FROM pg_catalog.run_command_on_workers($1, true) AS w'
-               INTO v_nodes
-              USING format('SELECT messenger._preview_local_pairs(%L::timestamptz, %L::jsonb)', v_as_of, to_jsonb(v_settings));
-        END IF;
+        EXECUTE 'SELECT pg_catalog.jsonb_agg(w) FROM pg_catalog.run_command_on_workers($1, true) AS w'
+           INTO v_nodes
+          USING format('SELECT messenger._preview_local_pairs(%L::timestamptz, %L::jsonb)', v_as_of, to_jsonb(v_settings));
         PERFORM 'PRAGMA:enable:check';
-    END IF;
-    IF v_distributed THEN
         SELECT string_agg(format('%s:%s: %s', w.nodename, w.nodeport, w.result), '; ')
           INTO v_failed
           FROM jsonb_to_recordset(v_nodes) AS w (nodename text, nodeport integer, success boolean, result text)

@@ -3,13 +3,15 @@
 -- always). Their behaviour on a Citus cluster is in tests/citus/ (docs/citus.md), which make test
 -- cannot run.
 BEGIN;
-SELECT plan(8);
+SELECT plan(9);
 
 CREATE TEMP TABLE before AS
     SELECT (SELECT count(*) FROM messenger.call_sessions WHERE status IN ('Missed', 'Failed')) AS closed,
            (SELECT count(*) FROM messenger.realtime_outbox) AS pushes,
            (SELECT count(*) FROM messenger.call_reaper_runs) AS runs;
 
+SELECT is(messenger._call_reaper_distributed(), false,
+          'without Citus call_sessions is not distributed: every path takes the one-server way');
 SELECT throws_ok($$SELECT * FROM messenger._reap_fanout(gen_random_uuid(), now(),
                         (SELECT to_jsonb(s) FROM messenger.call_reaper_settings AS s), 63)$$,
                  '55000', NULL, 'the coordinator''s fan-out refuses a server without Citus with 55000');

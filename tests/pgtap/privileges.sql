@@ -24,6 +24,7 @@ SELECT bag_eq(
        WHERE p.pronamespace = 'messenger'::regnamespace$$,
     $$VALUES
       ('messenger._call_reaper_quarantine_released()', 'messenger_call_reaper_owner', true, true),
+      ('messenger._call_reaper_distributed()', 'messenger_call_reaper_owner', false, true),
       ('messenger._call_reaper_index_claim(text,regclass,name,text,boolean,name)', 'deployer', false, true),
       ('messenger._call_reaper_index_leftovers()', 'deployer', false, true),
       ('messenger._call_reaper_index_shape(regclass)', 'deployer', false, true),
@@ -116,6 +117,7 @@ SELECT bag_eq(
       ('messenger.resume_call_reaper()', 'messenger_call_reaper_operator'),
       ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,jsonb,integer,uuid)', 'messenger_call_reaper_operator'),
       ('messenger._reap_fanout(uuid,timestamp with time zone,jsonb,integer)', 'messenger_call_reaper_operator'),
+      ('messenger._call_reaper_distributed()', 'messenger_call_reaper_operator'),
       ('messenger._preview_local_pairs(timestamp with time zone,jsonb)', 'messenger_call_reaper_operator'),
       ('messenger._reap_local_pairs(uuid,timestamp with time zone,jsonb,integer,jsonb)', 'messenger_call_reaper_operator'),
       ('messenger._check_reaper_options(integer,interval,interval,timestamp with time zone)', 'messenger_call_reaper_operator'),
