@@ -10,6 +10,10 @@ BEGIN;
 -- deletes that phase's floor row, so the next cycle's claim starts from the bottom of
 -- ix_call_due and takes the released call. AFTER TRUNCATE it deletes every floor row. Deleting
 -- a floor row is always safe: it only costs the next cycle one walk over the quarantined calls.
+-- The floors of another pair (messenger._reap_pair: a Citus worker's shard pairs) all go on any
+-- release, since the quarantine does not say which relation holds the call: each such pair's
+-- next cycle walks its range from the start once. Releases are rare (a poison call closed or
+-- moved on, or a DBA's DELETE).
 -- The floor's other rules have one home each: when a cycle trusts it, messenger._reap_floor_trusted;
 -- where it stops, whether it is kept or swept and its write, messenger._reap_save_floor.
 -- Locks: the deleted floor rows.
@@ -27,13 +31,21 @@ BEGIN
         DELETE FROM messenger.call_reaper_claim_floor;
         RETURN NULL;
     END IF;
-    -- status::text: the product's column may be an enum; one call, probed by its key.
-    DELETE FROM messenger.call_reaper_claim_floor AS f
-     USING messenger.call_sessions AS c, messenger.call_reaper_phases() AS p
-     WHERE c.call_id = OLD.call_id
-       AND p.phase = f.phase
-       AND c.status::text = p.status
-       AND (c.started_at, c.call_id) < (f.due_key, f.call_id);   -- a floor is a position of ix_call_due
+    -- Another pair's floors (the shard pairs of a Citus worker, which share its quarantine by
+    -- call_id): which of their relations holds the call is not looked up, so every one goes.
+    DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.calls <> 'messenger.call_sessions'::regclass;
+    -- The default pair's. Not where call_sessions is distributed: no default pair runs there,
+    -- and Citus refuses a join of it with a local table.
+    IF NOT messenger._call_reaper_distributed() THEN
+        -- status::text: the product's column may be an enum; one call, probed by its key.
+        DELETE FROM messenger.call_reaper_claim_floor AS f
+         USING messenger.call_sessions AS c, messenger.call_reaper_phases() AS p
+         WHERE c.call_id = OLD.call_id
+           AND f.calls = 'messenger.call_sessions'::regclass
+           AND p.phase = f.phase
+           AND c.status::text = p.status
+           AND (c.started_at, c.call_id) < (f.due_key, f.call_id);   -- a floor is a position of ix_call_due
+    END IF;
     RETURN NULL;
 END
 $$;

@@ -10,8 +10,12 @@ BEGIN;
 -- Due or not: a Ringing call in that range is always due (the range ends at or before the
 -- cutoff); an Answered one may be still talking, and the floor then stops at it, which only
 -- puts it lower (p_hi_key is no cutoff for updated_at, so due-ness cannot be tested here).
--- Reworked after v1.2.0: keyed on started_at, ix_call_due's new key.
-CREATE OR REPLACE FUNCTION messenger._reap_first_passed(
+-- p_calls is the pair's calls relation: messenger.call_sessions runs the static statement,
+-- another relation of its shape (a Citus shard) the same text through EXECUTE, for its own floor.
+-- Reworked after v1.2.0: keyed on started_at, ix_call_due's new key, and on the pair's calls
+-- relation; dropped and created (the signature changed).
+DROP FUNCTION IF EXISTS messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean);
+CREATE FUNCTION messenger._reap_first_passed(
     p_status      text,
     p_lo_key      timestamptz,
     p_lo_id       uuid,
@@ -19,6 +23,7 @@ CREATE OR REPLACE FUNCTION messenger._reap_first_passed(
     p_hi_id       uuid,
     p_claimed     uuid[],
     p_quarantined boolean,
+    p_calls       regclass,
     OUT due_key   timestamptz,
     OUT call_id   uuid)
 LANGUAGE plpgsql
@@ -32,6 +37,7 @@ AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;
 BEGIN
+    IF p_calls = 'messenger.call_sessions'::regclass THEN
     SELECT s.started_at, s.call_id INTO due_key, call_id
       FROM messenger.call_sessions AS s
      WHERE s.status = v_status
@@ -42,16 +48,32 @@ BEGIN
        AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
      ORDER BY s.started_at, s.call_id
      LIMIT 1;
+    ELSE
+        -- Another pair's calls relation: the same statement, planned per call
+        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
+        EXECUTE format($pair$SELECT s.started_at, s.call_id
+      FROM %1$s AS s
+     WHERE s.status = $1
+       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+       AND (s.started_at, s.call_id) >= ($2, $3) AND s.started_at <= $4
+       AND (s.started_at, s.call_id) <= ($4, $5)
+       AND s.call_id <> ALL ($6)
+       AND (NOT $7 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+     ORDER BY s.started_at, s.call_id
+     LIMIT 1$pair$, p_calls)
+           INTO due_key, call_id
+          USING v_status, p_lo_key, p_lo_id, p_hi_key, p_hi_id, p_claimed, p_quarantined;
+    END IF;
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean) IS
+COMMENT ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, regclass) IS
     'Private: the first healthy call a reaper lane passed (row-locked by another transaction), where the claim floor stops.';
-REVOKE ALL ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, regclass) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean)
+ALTER FUNCTION messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, regclass)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

@@ -29,40 +29,64 @@ BEGIN;
 --       back), none of them is due at a cutoff before talking_since - fresh. Past that, the lane
 --       starts from the beginning once and stores a new floor (messenger._reap_save_floor).
 --       A row without talking_since (an older release's) is never trusted for that phase.
+-- p_floor is the stored row (messenger.call_reaper_claim_floor, a row of NULLs when there is
+-- none) as a record: a parameter of a table's row type would keep Citus from creating this
+-- function on the workers, whose shard pairs keep floors of their own (p_run.calls, the pair's
+-- calls relation, is where check (c) looks: the static statement on the default pair, the same
+-- text through EXECUTE on another).
 -- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
 -- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
 -- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
 -- it inherits: a SET clause of its own would cost every call a GUC save and restore.
-CREATE OR REPLACE FUNCTION messenger._reap_floor_trusted(
+CREATE FUNCTION messenger._reap_floor_trusted(
     p_run     messenger.call_reaper_phase_run,
-    p_floor   messenger.call_reaper_claim_floor,
+    p_floor   record,
     p_vacuums bigint)
 RETURNS boolean
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_anchored boolean;
 BEGIN
+    PERFORM 'PRAGMA:TYPE:p_floor messenger.call_reaper_claim_floor';
     -- Never NULL: a cycle from no loop (after_run NULL) at the setter's as_of is a plain no.
-    RETURN p_floor.phase IS NOT NULL
+    IF NOT coalesce(p_floor.phase IS NOT NULL
         AND (p_floor.phase IN (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.status = 'Ringing')
              OR coalesce(p_run.as_of - p_run.timeout < p_floor.talking_since - p_run.fresh, false))
         AND (p_run.as_of > p_floor.as_of
              OR (p_run.as_of = p_floor.as_of AND coalesce(p_floor.run_id = p_run.after_run, false)))
         AND p_run.as_of < p_floor.reset_at + p_run.backoff_max
-        AND p_floor.vacuums = p_vacuums
-        AND EXISTS (SELECT FROM messenger.call_sessions AS s
-                     WHERE s.call_id = p_floor.call_id AND s.started_at = p_floor.anchor_started_at);
+        AND p_floor.vacuums = p_vacuums, false) THEN
+        RETURN false;
+    END IF;
+    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+    SELECT true INTO v_anchored
+      FROM messenger.call_sessions AS s
+     WHERE s.call_id = p_floor.call_id AND s.started_at = p_floor.anchor_started_at
+     LIMIT 1;
+    ELSE
+        -- Another pair's calls relation: the same statement, planned per call
+        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
+        EXECUTE format($pair$SELECT true
+      FROM %1$s AS s
+     WHERE s.call_id = $1 AND s.started_at = $2
+     LIMIT 1$pair$, p_run.calls)
+           INTO v_anchored
+          USING p_floor.call_id, p_floor.anchor_started_at;
+    END IF;
+    RETURN coalesce(v_anchored, false);
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) IS
+COMMENT ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, record, bigint) IS
     'Private: whether a reaper cycle may start its backlog lane at the stored claim floor (checks (a)-(e): later as_of or the same loop, within poison_backoff_max, anchor exists, no VACUUM since; for stale_answered, the cutoff before talking_since less the fresh window).';
-REVOKE ALL ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, record, bigint) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint)
+ALTER FUNCTION messenger._reap_floor_trusted(messenger.call_reaper_phase_run, record, bigint)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

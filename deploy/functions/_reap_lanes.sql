@@ -8,7 +8,7 @@ BEGIN;
 -- Returns a messenger.call_reaper_lanes row (its fields are described there); an unknown
 -- p_run.phase raises 22023. cutoff = p_run.as_of - p_run.timeout, fresh_from = cutoff - p_run.fresh.
 -- The backlog lane starts at the phase's claim floor (messenger.call_reaper_claim_floor) when
--- messenger._reap_floor_trusted says a cycle may trust it (checks (a)-(d) live there).
+-- messenger._reap_floor_trusted says a cycle may trust it (checks (a)-(e) live there).
 -- Otherwise the lane starts at the beginning ('-infinity', c_uuid_max). While this phase has
 -- 16 quarantine rows or more the start then moves over the quarantined calls that follow it: to the
 -- first healthy or row-locked call (due or still talking) up to fresh_from, or with none, to the last due call
@@ -16,8 +16,8 @@ BEGIN;
 -- passed over), so the next cycle does not walk them again. Lanes are ranges of ix_call_due's
 -- key (started_at, call_id); a call in them is due by messenger.call_is_due at the cutoff.
 -- p_run.calls is the pair's calls relation: messenger.call_sessions runs the static statements;
--- another relation of its shape runs the same walk through EXECUTE and has no claim floor (the
--- floor is keyed by phase: the default pair's), so its backlog lane starts at the beginning.
+-- another relation of its shape runs the same walk through EXECUTE; each pair keeps its own
+-- claim floor (keyed by its calls relation and the phase), its VACUUM count its calls relation's.
 -- Why shaped so: docs/design.md, "Claiming".
 -- Reworked after v1.2.0: it takes the phase's messenger.call_reaper_phase_run and returns
 -- that named row, instead of 6 parameters and 16 OUT parameters. Its callers are PL/pgSQL,
@@ -64,24 +64,19 @@ BEGIN
              WHERE q.phase = (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.phase <> p_run.phase)),
            (SELECT coalesce(sum(pg_catalog.pg_stat_get_vacuum_count(t.relid)
                                 + pg_catalog.pg_stat_get_autovacuum_count(t.relid)), 0)::bigint
-              FROM (SELECT 'messenger.call_sessions'::regclass AS relid   -- a plain table (no tree)
+              FROM (SELECT p_run.calls AS relid   -- a plain table (no tree)
                     UNION
-                    SELECT p.relid FROM pg_catalog.pg_partition_tree('messenger.call_sessions'::regclass) AS p
+                    SELECT p.relid FROM pg_catalog.pg_partition_tree(p_run.calls) AS p
                      WHERE p.isleaf) AS t)
       INTO v_next_retry, v_next_other, l.vacuums;
     l.quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     l.retry_due := v_next_retry <= p_run.as_of;
 
-    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-        SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
-        l.floor_stored := FOUND;
-        v_trusted := messenger._reap_floor_trusted(p_run, v_floor, l.vacuums);
-    ELSE
-        -- The claim floor is keyed by phase, a position in call_sessions: another pair neither
-        -- trusts nor stores one, and its backlog lane starts at the beginning.
-        l.floor_stored := false;
-        v_trusted := false;
-    END IF;
+    -- Each pair its own floor: a position in its calls relation.
+    SELECT * INTO v_floor FROM messenger.call_reaper_claim_floor AS f
+     WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
+    l.floor_stored := FOUND;
+    v_trusted := messenger._reap_floor_trusted(p_run, v_floor, l.vacuums);
     IF v_trusted THEN
         l.floor_key := v_floor.due_key;
         l.floor_id := v_floor.call_id;

@@ -10,7 +10,7 @@ BEGIN;
 --   p_calls, p_outbox  the pair: messenger.call_sessions and messenger.realtime_outbox (the
 --               default pair: the phases run their static statements, plans and costs as a
 --               cycle always had), or another pair of their shape, e.g. a colocated shard pair
---               on a Citus worker (the same statements through EXECUTE, no claim floor)
+--               on a Citus worker (the same statements through EXECUTE, a claim floor of its own)
 --   p_run_id    the cycle's run id (the outbox rows' correlation_id)
 --   p_as_of     the cycle's as_of
 --   p_settings  to_jsonb() of messenger.call_reaper_settings with the cycle's arguments laid

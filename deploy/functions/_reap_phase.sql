@@ -39,7 +39,7 @@ BEGIN;
 -- kept or swept. When a stored floor is trusted: messenger._reap_floor_trusted.
 -- Pair: p_run.calls and p_run.outbox (messenger._reap_pair). The default pair,
 -- messenger.call_sessions and messenger.realtime_outbox, runs the static statements; another
--- pair of their shape runs the same texts through EXECUTE, without a claim floor.
+-- pair of their shape runs the same texts through EXECUTE, with a claim floor of its own.
 -- Log: one event=batch_selected record and, when it closed calls, one event=calls_reaped record
 -- listing every closed call as call_id/caller/callee (status and end_reason are the phase's):
 -- O(1) records per cycle, not one per call.
@@ -201,10 +201,7 @@ BEGIN
         v_backlog.deferred_key := v_started[v_close.first_deferred];
         v_backlog.deferred_id := v_ids[v_close.first_deferred];
     END IF;
-    -- Only the default pair has a claim floor (_reap_lanes).
-    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-        PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
-    END IF;
+    PERFORM messenger._reap_save_floor(p_run, v_lanes, v_backlog);
 
     IF reaped > 0 THEN
         RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',

@@ -42,6 +42,9 @@ BEGIN;
 --     updated, never written back: if the quarantine's trigger deleted it during this cycle (its
 --     retry lane released a call below it that progressed, uncounted in talking_since), the
 --     next cycle walks from the start and finds that call.
+-- Each pair keeps its own floor, keyed by its calls relation (p_run.calls) and phase: the
+-- default pair's statements are static, another pair's (a Citus shard pair) the same texts
+-- through EXECUTE.
 -- When a floor is trusted: messenger._reap_floor_trusted; a released quarantined call below it
 -- resets it: messenger._call_reaper_quarantine_released. docs/design.md, "The claim floor".
 -- Reworked after v1.2.0: it takes the phase's run, lanes and backlog outcome and decides the
@@ -68,12 +71,13 @@ DECLARE
     v_id      uuid;
     v_passed  bigint;
     v_swept   boolean;
+    v_anchor  timestamptz;
 BEGIN
     IF p_outcome.skipped > 0 THEN
         SELECT x.due_key, x.call_id INTO v_key, v_id
           FROM messenger._reap_first_passed(p_lanes.status, p_lanes.backlog_key, p_lanes.backlog_id,
                                             p_outcome.upto_key, p_outcome.upto_id, p_outcome.ids,
-                                            p_lanes.quarantined) AS x;
+                                            p_lanes.quarantined, p_run.calls) AS x;
     END IF;
     IF v_key IS NULL AND v_answered AND p_outcome."full" THEN
         v_key := p_outcome.upto_key;   -- the lane's last claim
@@ -81,6 +85,7 @@ BEGIN
     ELSIF v_key IS NULL AND v_answered AND p_outcome.upto_key IS NOT NULL THEN
         -- The lane's end, anchored at the last Answered call up to it (an anchor must exist:
         -- check (c)); one backward probe of ix_call_due, only here.
+        IF p_run.calls = 'messenger.call_sessions'::regclass THEN
         SELECT s.started_at, s.call_id INTO v_key, v_id
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
@@ -89,6 +94,20 @@ BEGIN
            AND s.started_at <= p_outcome.upto_key
          ORDER BY s.started_at DESC, s.call_id DESC
          LIMIT 1;
+        ELSE
+            -- Another pair's calls relation: the same statement, planned per call
+            -- (tests/python/test_pair_statements.py holds the two texts to one statement).
+            EXECUTE format($pair$SELECT s.started_at, s.call_id
+          FROM %1$s AS s
+         WHERE s.status = $1
+           AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+           AND (s.started_at, s.call_id) <= ($2, $3)
+           AND s.started_at <= $2
+         ORDER BY s.started_at DESC, s.call_id DESC
+         LIMIT 1$pair$, p_run.calls)
+               INTO v_key, v_id
+              USING v_status, p_outcome.upto_key, p_outcome.upto_id;
+        END IF;
         IF (v_key, v_id) < (p_lanes.backlog_key, p_lanes.backlog_id) THEN
             v_key := NULL;   -- nothing in the lane: it stays at the lane's start
             v_id := NULL;
@@ -131,11 +150,27 @@ BEGIN
 
     IF v_key = '-infinity' THEN
         IF p_lanes.floor_stored THEN
-            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
         END IF;
         RETURN;
     END IF;
     IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
+        RETURN;
+    END IF;
+    -- The anchor's started_at (check (c) finds it by it); gone meanwhile: no floor rather than
+    -- one no check can confirm.
+    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+    SELECT a.started_at INTO v_anchor FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1;
+    ELSE
+        -- Another pair's calls relation: the same statement, planned per call.
+        EXECUTE format($pair$SELECT a.started_at FROM %1$s AS a WHERE a.call_id = $1 LIMIT 1$pair$, p_run.calls)
+           INTO v_anchor
+          USING v_id;
+    END IF;
+    IF v_anchor IS NULL THEN
+        IF p_lanes.floor_stored THEN
+            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
+        END IF;
         RETURN;
     END IF;
     IF p_lanes.floor_stored THEN
@@ -143,23 +178,16 @@ BEGIN
         -- read it (this cycle's retry lane, or a DBA, released a call below it) stays deleted.
         UPDATE messenger.call_reaper_claim_floor AS f
            SET due_key = v_key, call_id = v_id, reset_at = p_lanes.floor_reset_at, as_of = p_run.as_of,
-               run_id = p_run.run_id, anchor_started_at = s.started_at, vacuums = p_lanes.vacuums,
+               run_id = p_run.run_id, anchor_started_at = v_anchor, vacuums = p_lanes.vacuums,
                swept = v_swept, passed = v_passed, talking_since = v_talking
-          FROM (SELECT a.started_at FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1) AS s
-         WHERE f.phase = p_run.phase;
-        IF NOT FOUND THEN
-            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = p_run.phase;
-        END IF;
+         WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
         RETURN;
     END IF;
     INSERT INTO messenger.call_reaper_claim_floor AS f
-           (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed,
+           (calls, phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed,
             talking_since)
-    SELECT p_run.phase, v_key, v_id, p_lanes.floor_reset_at, p_run.as_of, p_run.run_id, s.started_at,
-           p_lanes.vacuums, v_swept, v_passed, v_talking
-      FROM messenger.call_sessions AS s
-     WHERE s.call_id = v_id
-     LIMIT 1
+    VALUES (p_run.calls, p_run.phase, v_key, v_id, p_lanes.floor_reset_at, p_run.as_of, p_run.run_id, v_anchor,
+            p_lanes.vacuums, v_swept, v_passed, v_talking)
     ON CONFLICT ON CONSTRAINT call_reaper_claim_floor_pkey DO NOTHING;   -- only a cycle stores one, under the lock
 END
 $$;

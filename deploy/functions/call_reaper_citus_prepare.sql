@@ -8,7 +8,9 @@ BEGIN;
 -- (messenger._reap_fanout): on each worker, the reaper's tables that a pair's cycle reads or
 -- writes there (call_reaper_quarantine, which the claims skip and poison fills; call_reaper_settings,
 -- whose allow_future_as_of the option check reads; call_reaper_claim_floor, a row type the lanes
--- declare) as local tables of the coordinator's definition without its triggers, the settings row
+-- declare and each shard pair's floor is kept in) as local tables of the coordinator's definition,
+-- the quarantine with its triggers (a released call resets the worker's floors), the others
+-- without theirs (the settings guard reschedules the coordinator's job), the settings row
 -- copied from the coordinator's, and USAGE on the outbox id's sequence for the owner (Citus does
 -- not carry that grant to the workers). Idempotent: a worker that has the tables keeps their rows
 -- and gets the settings row again. Run it once after the service distributed its tables, and again
@@ -59,11 +61,11 @@ BEGIN
     FOREACH v_table IN ARRAY ARRAY['messenger.call_reaper_quarantine', 'messenger.call_reaper_settings',
                                    'messenger.call_reaper_claim_floor'] LOOP
         -- The coordinator's own definition (columns, checks, keys, indexes, owner, grants), as
-        -- Citus gives it for a shard; the triggers guard the coordinator's rows and stay there.
+        -- Citus gives it for a shard; of the triggers only the quarantine's.
         EXECUTE $q$SELECT string_agg(format('EXECUTE %L;', e), ' ')
                      FROM pg_catalog.master_get_table_ddl_events($1) AS e
-                    WHERE e !~ '^(CREATE TRIGGER|ALTER TABLE .* (ENABLE|DISABLE) TRIGGER)'$q$
-           INTO v_ddl USING v_table;
+                    WHERE $2 OR e !~ '^(CREATE TRIGGER|ALTER TABLE .* (ENABLE|DISABLE) TRIGGER)'$q$
+           INTO v_ddl USING v_table, v_table = 'messenger.call_reaper_quarantine';
         v_body := v_body || format('IF pg_catalog.to_regclass(%L) IS NULL THEN %s EXECUTE %L; END IF; ',
                                    v_table, v_ddl, format('COMMENT ON TABLE %s IS %L', v_table, c_mark));
     END LOOP;

@@ -22,7 +22,7 @@ CREATE TYPE messenger.call_reaper_lanes AS (
     over_quarantine boolean,       -- 16+ quarantined calls: the backlog start moved over them
     floor_reset_at  timestamptz,   -- when the floor started (the as_of for a new one)
     floor_talking_since timestamptz, -- the trusted stale-answered floor's talking_since
-    vacuums         bigint         -- call_sessions' VACUUM count now
+    vacuums         bigint         -- the pair's calls relation's VACUUM count now
 );
 
 COMMENT ON TYPE messenger.call_reaper_lanes IS

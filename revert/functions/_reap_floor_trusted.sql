@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint);
+DROP FUNCTION IF EXISTS messenger._reap_floor_trusted(messenger.call_reaper_phase_run, record, bigint);
 
 COMMIT;

@@ -61,7 +61,7 @@ SELECT is(messenger._reap_floor_trusted(
               ROW('stale_answered', gen_random_uuid(), '2100-01-01 12:00:05+00', '2 hours', 10, '15 seconds',
                   '1 minute', '1 hour', 63, NULL, 'messenger.call_sessions', 'messenger.realtime_outbox')::messenger.call_reaper_phase_run,
               (SELECT ROW(f.phase, f.due_key, f.call_id, f.reset_at, f.as_of, f.run_id, f.anchor_started_at, f.vacuums,
-                          f.swept, f.passed, NULL)::messenger.call_reaper_claim_floor
+                          f.swept, f.passed, NULL, f.calls)::messenger.call_reaper_claim_floor
                  FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered'),
               (SELECT f.vacuums FROM messenger.call_reaper_claim_floor AS f WHERE f.phase = 'stale_answered')),
           false, '(e) a stale-answered floor without talking_since is never trusted');

@@ -124,8 +124,8 @@ DELETE FROM messenger.call_reaper_quarantine;
 DROP TRIGGER test_poison ON messenger.call_sessions;
 DELETE FROM messenger.call_reaper_claim_floor;
 INSERT INTO messenger.call_reaper_claim_floor
-       (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
-SELECT 'ring_timeout', '2100-01-01 11:30+00', s.call_id, '2100-01-01 12:00:06+00', '2100-01-01 12:00:06+00',
+       (calls, phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
+SELECT 'messenger.call_sessions', 'ring_timeout', '2100-01-01 11:30+00', s.call_id, '2100-01-01 12:00:06+00', '2100-01-01 12:00:06+00',
        gen_random_uuid(), s.started_at, l.vacuums, true, 1000
   FROM messenger.call_sessions AS s,
        messenger._reap_lanes(ROW('ring_timeout', NULL, '2100-01-01 12:00:06+00', '45 seconds', 200, '15 seconds',

@@ -12,8 +12,8 @@ VALUES ('00000000-0000-0000-0000-0000000000a1', gen_random_uuid(), gen_random_uu
 -- Set by run ...b1 at 12:00, when call_sessions had been vacuumed 7 times.
 DELETE FROM messenger.call_reaper_claim_floor;
 INSERT INTO messenger.call_reaper_claim_floor
-       (phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
-VALUES ('ring_timeout', '2100-01-01 11:00+00', '00000000-0000-0000-0000-0000000000a1', '2100-01-01 12:00+00',
+       (calls, phase, due_key, call_id, reset_at, as_of, run_id, anchor_started_at, vacuums, swept, passed)
+VALUES ('messenger.call_sessions', 'ring_timeout', '2100-01-01 11:00+00', '00000000-0000-0000-0000-0000000000a1', '2100-01-01 12:00+00',
         '2100-01-01 12:00+00', '00000000-0000-0000-0000-0000000000b1', '2100-01-01 11:00+00', 7, true, 0);
 
 -- A cycle at p_as_of (poison_backoff_max 1 hour), after run p_after_run, VACUUM count p_vacuums.

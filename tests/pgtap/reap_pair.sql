@@ -1,8 +1,8 @@
 -- The relation-pair cycle: messenger._reap_pair on a second pair (a shard's shape, made LIKE the
 -- default tables) closes exactly that pair's due calls, once, with exactly their outbox rows in
 -- that pair's outbox, and leaves the default pair alone; the default pair's run leaves the
--- second pair alone. A pair other than the default stores no claim floor; neither writes a
--- ledger row. Who may run it: the owner's cycle and operators, never the job role.
+-- second pair alone. Its few calls leave no claim floor (not worth keeping: reap_pair_floor.sql
+-- has a pair's own floor); neither writes a ledger row. Who may run it: the owner's cycle and operators, never the job role.
 BEGIN;
 SELECT plan(16);
 
@@ -43,7 +43,7 @@ SELECT results_eq(
     $$SELECT call_id, status, NULL::timestamptz FROM pair_calls WHERE pair = 'default' ORDER BY call_id$$,
     'the default pair''s calls, due as well, are untouched');
 SELECT bag_eq('SELECT * FROM messenger.call_reaper_claim_floor', 'SELECT * FROM floor_before',
-              'a pair that is not the default stores no claim floor');
+              'a run over a pair''s few calls stores no claim floor, and the default pair''s is untouched');
 
 CREATE TEMP TABLE r2 AS SELECT * FROM pg_temp.reap_pair('pair_test.calls', 'pair_test.outbox', '2100-01-01 03:00:15+00');
 SELECT is((SELECT ARRAY[missed_count, failed_count] FROM r2), ARRAY[0, 0], 'a second run on the second pair closes nothing more');

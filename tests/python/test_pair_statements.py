@@ -18,11 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = ROOT / "deploy" / "functions"
 DEFAULT = {"calls": "messenger.call_sessions", "outbox": "messenger.realtime_outbox"}
-# Routine -> how many statements on the pair it has. The floor's routines (_reap_floor_trusted,
-# _reap_save_floor, _reap_first_passed) are left out on purpose: only the default pair has a
-# claim floor, so they only ever read messenger.call_sessions.
+# Routine -> how many statements on the pair it has (the floor's routines too: each pair keeps
+# its own claim floor, a position in its calls relation).
 PAIRED = {"_reap_claim_lane": 1, "_reap_claim_retries": 1, "_reap_apply": 1, "_reap_lanes": 1,
-          "_reap_phase": 1, "_reap_close": 0, "_reap_pair": 0}
+          "_reap_phase": 1, "_reap_close": 0, "_reap_pair": 0, "_reap_floor_trusted": 1,
+          "_reap_save_floor": 2, "_reap_first_passed": 1}
 # The one difference two twins may have, in _reap_apply only: an outbox relation whose id has no
 # default (a Citus shard) gets `id` named in the INSERT's column list and its value from the
 # default outbox's sequence, through two format arguments that are '' on any other pair.

@@ -3,6 +3,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_floor_trusted(messenger.call_reaper_phase_run, messenger.call_reaper_claim_floor, bigint)'::pg_catalog.regprocedure;
+SELECT 'messenger._reap_floor_trusted(messenger.call_reaper_phase_run, record, bigint)'::pg_catalog.regprocedure;
 
 ROLLBACK;
