@@ -21,6 +21,8 @@ BEGIN;
 -- under way or done is passed over (counted in "moved"): no closure or outbox row is ever written
 -- to a placement that is being copied or has been left, so a push the dispatcher read is never
 -- lost with an old placement and sent again (docs/citus.md).
+-- Each pair keeps its own claim floor in this node's messenger.call_reaper_claim_floor, keyed by
+-- its calls shard; the rows of shards this node no longer holds are deleted first.
 -- Errors: 55000 on a node without Citus metadata (plain PostgreSQL), nothing read or changed.
 -- A procedure, SECURITY INVOKER and without a SET clause, because it commits (PostgreSQL allows
 -- neither with COMMIT): Citus connects from the coordinator as the cycle's current user, the
@@ -95,6 +97,10 @@ BEGIN
       INTO v_probe
       FROM messenger.call_reaper_phases() AS r;
     v_retry := EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.next_attempt_at <= p_as_of);
+    -- The claim floors of shards this node no longer holds (moved away, their relations dropped
+    -- or left for Citus to drop): never found again, so they go rather than pile up.
+    DELETE FROM messenger.call_reaper_claim_floor AS f
+     WHERE f.calls::oid <> ALL (ARRAY(SELECT (e ->> 'calls')::regclass::oid FROM pg_catalog.jsonb_array_elements(v_list) AS e));
     FOR v_pair IN SELECT (e ->> 'calls_shard')::bigint AS calls_shard, (e ->> 'outbox_shard')::bigint AS outbox_shard,
                          e ->> 'calls' AS calls, e ->> 'outbox' AS outbox
                     FROM pg_catalog.jsonb_array_elements(v_list) AS e LOOP

@@ -207,6 +207,65 @@ def test_a_drain_closes_a_backlog_in_batches_across_the_shards_exactly_once(conn
     assert runs[1] >= 20000 and runs[0] >= 2
 
 
+def floors(conn) -> list[tuple[str, str, str, bool]]:
+    """Every worker's claim floors: (worker, calls relation, phase, anchored in that relation and
+    that relation one of the worker's shards)."""
+    rows = []
+    for host, port in workers(conn):
+        with connect(worker_dsn(host, port)) as w:
+            w.execute("SET citus.override_table_visibility = off")
+            for calls, phase, call_id, anchor in w.execute(
+                    "SELECT f.calls::text, f.phase, f.call_id, f.anchor_started_at"
+                    "  FROM messenger.call_reaper_claim_floor AS f ORDER BY 1, 2").fetchall():
+                held = w.execute(
+                    "SELECT EXISTS (SELECT FROM pg_dist_shard AS s JOIN pg_dist_placement AS p USING (shardid)"
+                    "                WHERE shard_name(s.logicalrelid, s.shardid) = %s"
+                    "                  AND s.logicalrelid = 'messenger.call_sessions'::regclass"
+                    "                  AND p.groupid = (SELECT groupid FROM pg_dist_local_group))", (calls,)).fetchone()[0]
+                anchored = held and w.execute(
+                    f"SELECT EXISTS (SELECT FROM {calls} WHERE call_id = %s AND started_at = %s)",
+                    (call_id, anchor)).fetchone()[0]
+                rows.append((f"{host}:{port}", calls, phase, anchored))
+    return rows
+
+
+def test_each_shard_pair_keeps_its_own_claim_floor_on_its_worker_and_a_drain_still_closes_once(conn):
+    # 20,000 calls over 32 shards, about 625 a shard: a cycle at batch 200 fills every pair's
+    # backlog lane, so each pair keeps a floor, keyed by its own shard and anchored in it.
+    due = insert_calls(conn, 20000)
+    # A floor of a relation that is no shard pair of the worker (a shard moved away) goes.
+    on_workers(conn, "INSERT INTO messenger.call_reaper_claim_floor (calls, phase, due_key, call_id, reset_at,"
+                     " as_of, run_id, anchor_started_at, vacuums, swept, passed)"
+                     " VALUES ('messenger.call_reaper_settings', 'ring_timeout', now(), gen_random_uuid(), now(),"
+                     "         now(), gen_random_uuid(), now(), 0, true, 0)")
+    row = conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts(batch_size => 200)").fetchone()
+    assert row == ("completed", 32 * 200)
+    kept = floors(conn)
+    assert len(kept) == 32 and all(r[2] == "ring_timeout" and r[3] for r in kept), kept[:3]
+    assert len({r[1] for r in kept}) == 32
+    # The next cycle of a pair starts its backlog lane at its floor.
+    host, port = workers(conn)[0]
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("SET citus.override_table_visibility = off")
+        calls, key = w.execute("SELECT calls::text, due_key FROM messenger.call_reaper_claim_floor LIMIT 1").fetchone()
+        start = w.execute(
+            "SELECT (messenger._reap_lanes(ROW('ring_timeout', gen_random_uuid(), now(), s.ring_timeout, 200,"
+            "        s.polling_interval, s.poison_backoff, s.poison_backoff_max, 63, NULL, %s::regclass,"
+            "        NULL)::messenger.call_reaper_phase_run)).backlog_key FROM messenger.call_reaper_settings AS s",
+            (calls,)).fetchone()[0]
+        assert start == key
+        # A call released from this worker's quarantine deletes this worker's floors only.
+        w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
+                  " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
+                  " VALUES (gen_random_uuid(), 'ring_timeout', 1, now(), now(), now(), 'P0001', 'test', gen_random_uuid())")
+        w.execute("DELETE FROM messenger.call_reaper_quarantine")
+    left = floors(conn)
+    assert left and all(not r[0].endswith(f":{port}") for r in left)
+    assert len(left) == sum(not r[0].endswith(f":{port}") for r in kept)
+    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 200)")
+    assert_exactly_once(conn, missed=due)
+
+
 def placements(conn, ids) -> dict[uuid.UUID, tuple[int, str, int]]:
     """call_id -> (shard id, worker host, worker port) of the shard that holds it."""
     return {r[0]: r[1:] for r in conn.execute(
