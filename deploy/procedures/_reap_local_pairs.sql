@@ -21,6 +21,8 @@ BEGIN;
 -- under way or done is passed over (counted in "moved"): no closure or outbox row is ever written
 -- to a placement that is being copied or has been left, so a push the dispatcher read is never
 -- lost with an old placement and sent again (docs/citus.md).
+-- The quarantine rows this node keeps of calls it no longer holds (a shard moved away, a call
+-- the product deleted) are dropped once their backoff expired (event=quarantine_dropped).
 -- Each pair keeps its own claim floor in this node's messenger.call_reaper_claim_floor, keyed by
 -- its calls shard; the rows of shards this node no longer holds are deleted first.
 -- Errors: 55000 on a node without Citus metadata (plain PostgreSQL), nothing read or changed.
@@ -58,6 +60,9 @@ DECLARE
     v_retry   boolean;
     v_wait    text;
     c_move_wait constant text := '200ms';
+    c_gone_batch constant integer := 1000;
+    v_gone_terms text;
+    v_gone    bigint;
 BEGIN
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
         RAISE EXCEPTION 'messenger._reap_local_pairs runs on a Citus worker: this node has no Citus metadata'
@@ -161,6 +166,43 @@ BEGIN
         -- Outside the block: a block with an exception handler may not commit.
         COMMIT;
     END LOOP;
+    -- A quarantine row is only ever retried by the pair holding its call. Past its backoff, the
+    -- row of a call in no shard of this node (moved away) or gone from its shard here (deleted
+    -- by the product) goes, as the default pair's retry lane drops it on one server; at most
+    -- c_gone_batch a cycle, each call's shard found once (get_shard_id_for_distribution_column),
+    -- then at most one probe by key.
+    IF v_retry THEN
+        SELECT pg_catalog.string_agg(pg_catalog.format(
+                   ' OR (x.shard = %s AND NOT EXISTS (SELECT FROM %s AS c WHERE c.call_id = x.call_id))',
+                   (e ->> 'calls_shard')::bigint, (e ->> 'calls')::regclass), '')
+          INTO v_gone_terms
+          FROM pg_catalog.jsonb_array_elements(v_list) AS e;
+        BEGIN
+            EXECUTE pg_catalog.format($q$
+                WITH expired AS MATERIALIZED (
+                    SELECT q.call_id,
+                           pg_catalog.get_shard_id_for_distribution_column('messenger.call_sessions', q.call_id) AS shard
+                      FROM messenger.call_reaper_quarantine AS q
+                     WHERE q.next_attempt_at <= $1
+                     ORDER BY q.next_attempt_at
+                     LIMIT $2)
+                DELETE FROM messenger.call_reaper_quarantine AS q
+                 USING expired AS x
+                 WHERE q.call_id = x.call_id
+                   AND (x.shard <> ALL ($3)%s)$q$, coalesce(v_gone_terms, ''))
+              USING p_as_of, c_gone_batch,
+                    ARRAY(SELECT (e ->> 'calls_shard')::bigint FROM pg_catalog.jsonb_array_elements(v_list) AS e);
+            GET DIAGNOSTICS v_gone = ROW_COUNT;
+            IF v_gone > 0 THEN
+                RAISE LOG 'call_reaper event=quarantine_dropped run_id=% count=% reason=call_not_on_this_node', p_run_id, v_gone;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            -- A shard moved off this node meanwhile (its relation dropped): the next cycle drops them.
+            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
+            RAISE LOG 'call_reaper event=quarantine_drop_skipped run_id=% sqlstate=% message=%', p_run_id, v_state, pg_catalog.to_json(v_message);
+        END;
+        COMMIT;
+    END IF;
     PERFORM 'PRAGMA:enable:check';
     result := pg_catalog.jsonb_build_object('missed_count', v_missed, 'failed_count', v_failed,
                   'skipped_locked_count', v_skipped, 'poisoned_count', v_poison,

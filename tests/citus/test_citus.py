@@ -313,6 +313,59 @@ def test_poison_on_one_shard_is_quarantined_there_and_stops_neither_its_shard_no
     assert_exactly_once(conn, missed=[i for i in due if i not in bad], live=bad)
 
 
+def test_a_poison_flood_on_one_shard_never_delays_a_healthy_call_of_any_shard(conn):
+    # 2,000 poison calls in one shard, older than everything else; before each cycle 320 healthy
+    # calls become due (in the fresh lane, about 10 a shard, that shard's among them). Each
+    # cycle closes every healthy call of every shard, the poison shard's too, while that pair
+    # spends its budget bisecting poison out of its backlog and quarantining it on its worker.
+    shard = conn.execute("SELECT min(shardid) FROM pg_dist_shard WHERE logicalrelid = 'messenger.call_sessions'::regclass"
+                         ).fetchone()[0]
+    host, port = conn.execute("SELECT n.nodename, n.nodeport FROM pg_dist_placement AS p JOIN pg_dist_node AS n"
+                              " USING (groupid) WHERE p.shardid = %s", (shard,)).fetchone()
+    poison = [r[0] for r in conn.execute(
+        "SELECT i FROM (SELECT gen_random_uuid() AS i FROM generate_series(1, 100000)) AS x"
+        " WHERE get_shard_id_for_distribution_column('messenger.call_sessions', i) = %s LIMIT 2000", (shard,))]
+    assert len(poison) == 2000
+    conn.execute("INSERT INTO messenger.call_sessions"
+                 " (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)"
+                 " SELECT i, '00000000-0000-0000-0000-00000000dead', gen_random_uuid(), 'Audio', 'Ringing',"
+                 "        now() - interval '20 minutes', now() - interval '20 minutes' FROM unnest(%s::uuid[]) AS i",
+                 (poison,))
+    healthy: list[uuid.UUID] = []
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("SET citus.enable_ddl_propagation = off")
+        w.execute("""CREATE FUNCTION public.citus_flood() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN IF NEW.caller_user_id = '00000000-0000-0000-0000-00000000dead' AND NEW.status <> OLD.status THEN
+                RAISE EXCEPTION 'flood poison'; END IF; RETURN NEW; END $$""")
+        w.execute(f"CREATE TRIGGER citus_flood BEFORE UPDATE ON messenger.call_sessions_{shard}"
+                  " FOR EACH ROW EXECUTE FUNCTION public.citus_flood()")
+        try:
+            quarantined = []
+            for _ in range(6):
+                fresh = insert_calls(conn, 320, age="50 seconds")
+                on_shard = sum(w[0] == shard for w in placements(conn, fresh).values())
+                assert on_shard > 0
+                healthy += fresh
+                result, missed, poisoned, run_id = conn.execute(
+                    "SELECT result, missed_count, poisoned_count, run_id"
+                    "  FROM messenger.reap_call_timeouts(batch_size => 200)").fetchone()
+                assert (result, missed) == ("completed", 320)
+                deferred = conn.execute("SELECT deferred_count FROM messenger.call_reaper_runs WHERE run_id = %s",
+                                        (run_id,)).fetchone()[0]
+                assert poisoned > 0 and deferred > 0
+                quarantined.append(w.execute("SELECT count(*) FROM messenger.call_reaper_quarantine").fetchone()[0])
+            # Bisection isolates poison within each cycle's budget, and none of it is tried twice
+            # before its backoff.
+            assert quarantined == sorted(quarantined) and len(set(quarantined)) == len(quarantined)
+            assert quarantined[-1] < 2000
+            assert {r[0] for r in w.execute("SELECT call_id FROM messenger.call_reaper_quarantine")} <= set(poison)
+        finally:
+            w.execute(f"DROP TRIGGER citus_flood ON messenger.call_sessions_{shard}")
+            w.execute("DROP FUNCTION public.citus_flood()")
+    assert conn.execute("SELECT quarantined FROM messenger.call_reaper_metrics()").fetchone()[0] == quarantined[-1]
+    assert_exactly_once(conn, missed=healthy, live=poison)
+
+
 def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane(conn):
     backlog = insert_calls(conn, 1500)                  # long past the cutoff: the backlog lane
     fresh = insert_calls(conn, 300, age="50 seconds")   # due within the last polling interval
@@ -373,6 +426,32 @@ def test_an_expired_quarantine_row_of_a_call_the_product_ended_goes_though_nothi
         assert row == ("completed", 0, 0)
         assert w.execute("SELECT count(*) FROM messenger.call_reaper_quarantine").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM messenger.realtime_outbox").fetchone()[0] == 0
+
+
+def test_a_workers_quarantine_rows_of_calls_it_no_longer_holds_go_after_their_backoff(conn):
+    # On a worker: the row of a call the product deleted, and of a call in a shard of the other
+    # worker (as a shard moved away leaves it), both past their backoff, go; a row still in its
+    # backoff stays, its call in this worker's shard.
+    calls = insert_calls(conn, 200, age="1 second")
+    where = placements(conn, calls)
+    host, port = workers(conn)[0]
+    here = [i for i in calls if where[i][1:] == (host, port)]
+    there = [i for i in calls if where[i][1:] != (host, port)]
+    deleted, waiting, elsewhere = here[0], here[1], there[0]
+    conn.execute("DELETE FROM messenger.call_sessions WHERE call_id = %s", (deleted,))
+    with connect(worker_dsn(host, port)) as w:
+        w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
+                  " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
+                  " SELECT i, 'ring_timeout', 1, now() - interval '2 minutes', now() - interval '2 minutes',"
+                  "        now() + CASE WHEN i = %s THEN interval '1 hour' ELSE interval '-1 minute' END,"
+                  "        'P0001', 'test', gen_random_uuid() FROM unnest(%s::uuid[]) AS i",
+                  (waiting, [deleted, waiting, elsewhere]))
+        assert conn.execute("SELECT quarantined FROM messenger.call_reaper_metrics()").fetchone()[0] == 3
+        row = conn.execute("SELECT result, missed_count FROM messenger.reap_call_timeouts()").fetchone()
+        assert row == ("completed", 0)
+        assert [r[0] for r in w.execute("SELECT call_id FROM messenger.call_reaper_quarantine")] == [waiting]
+    assert conn.execute("SELECT quarantined FROM messenger.call_reaper_metrics()").fetchone()[0] == 1
+    assert_exactly_once(conn, live=[i for i in calls if i != deleted])
 
 
 def test_the_exporter_scrapes_a_coordinator_as_the_monitor_role(conn, tmp_path):
