@@ -4,12 +4,15 @@ BEGIN;
 
 -- Contract: on a Citus worker, the dry run of the fan-out's next cycle on each colocated shard
 -- pair this node holds: per pair and per phase of messenger.call_reaper_phases(), the calls its
--- claims would take, in the order they take them (the fresh lane, calls that became due within
--- the last polling interval, then the backlog, oldest started first; at most batch_size of
--- them), quarantined calls left out, as messenger.preview_call_timeouts returns its rows (jsonb,
--- so the coordinator reads it from run_command_on_workers' text). messenger.preview_call_timeouts
--- runs it on every worker when call_sessions is distributed. Changes and locks nothing.
--- Not previewed here: the retry of a quarantined call whose backoff expired (it is left out).
+-- claims would take, in the order they take them (the retry lane, the pair's quarantined calls
+-- whose backoff expired and that are still due, at most ceil(batch_size / 10) and never more
+-- than 8; the fresh lane, calls that became due within the last polling interval; then the
+-- backlog, oldest started first; at most batch_size in all), other quarantined calls left out,
+-- as messenger.preview_call_timeouts returns its rows (jsonb, so the coordinator reads it from
+-- run_command_on_workers' text). messenger.preview_call_timeouts runs it on every worker when
+-- call_sessions is distributed. Changes and locks nothing. The backlog is listed from the start
+-- of the shard's range: below a pair's trusted claim floor no due call is left but quarantined
+-- ones, so the cycle, starting there, takes the same calls.
 --   p_as_of     the preview's as_of
 --   p_settings  to_jsonb() of messenger.call_reaper_settings with the arguments laid over it
 -- Errors: 55000 on a node without Citus metadata (plain PostgreSQL).
@@ -57,27 +60,40 @@ BEGIN
             v_timeout := (p_settings ->> v_rule.timeout_setting)::interval;
             -- The status as a literal: the column may be the service's enum.
             EXECUTE pg_catalog.format($q$
-                WITH due AS (
+                WITH retry AS (
                     SELECT s.call_id, s.status, s.started_at,
                            messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
-                           s.started_at > $2 - $3 - $4 AS fresh
+                           pg_catalog.format('quarantined (backoff expired at %%s): retried', e.next_attempt_at) AS why,
+                           0 AS lane
+                      FROM (SELECT q.call_id, q.next_attempt_at FROM messenger.call_reaper_quarantine AS q
+                             WHERE q.phase = $1 AND q.next_attempt_at <= $2
+                               AND EXISTS (SELECT FROM %1$s AS c WHERE c.call_id = q.call_id)
+                             ORDER BY q.next_attempt_at, q.call_id
+                             LIMIT least(8, ($5 + 9) / 10)) AS e
+                      JOIN %1$s AS s ON s.call_id = e.call_id
+                     WHERE s.status = %2$L
+                       AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2 - $3)
+                ), due AS (
+                    SELECT s.call_id, s.status, s.started_at,
+                           messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                           CASE WHEN s.started_at > $2 - $3 - $4 THEN 'started within the last polling interval before the cutoff'
+                                ELSE 'backlog, oldest started first' END AS why,
+                           CASE WHEN s.started_at > $2 - $3 - $4 THEN 1 ELSE 2 END AS lane
                       FROM %1$s AS s
                      WHERE s.status = %2$L
                        AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2 - $3)
                        AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
                      ORDER BY (s.started_at > $2 - $3 - $4) DESC, s.started_at, s.call_id
-                     LIMIT $5)
+                     LIMIT greatest($5 - (SELECT count(*) FROM retry), 0))
                 SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                            'phase', $1, 'call_id', d.call_id, 'status', d.status::text,
                            'new_status', $6, 'end_reason', $7, 'due_at', d.due_key + $3,
                            'reason', pg_catalog.format('%%s since %%s, longer than %%s %%s; %%s',
                                                        CASE %2$L WHEN 'Ringing' THEN 'Ringing' ELSE 'Answered with no progress' END,
-                                                       d.due_key, $8, $3,
-                                                       CASE WHEN d.fresh THEN 'started within the last polling interval before the cutoff'
-                                                            ELSE 'backlog, oldest started first' END
-                                                       || ' (shard ' || %3$L || ')'))
-                           ORDER BY NOT d.fresh, d.started_at, d.call_id), '[]'::jsonb)
-                  FROM due AS d$q$, v_calls, v_rule.status, v_calls::text)
+                                                       d.due_key, $8, $3, d.why)
+                                     || ' (shard ' || %3$L || ')')
+                           ORDER BY d.lane, d.started_at, d.call_id), '[]'::jsonb)
+                  FROM (SELECT * FROM retry UNION ALL SELECT * FROM due) AS d$q$, v_calls, v_rule.status, v_calls::text)
                INTO v_part
               USING v_rule.phase, p_as_of, v_timeout, v_fresh, v_batch, v_rule.new_status, v_rule.end_reason,
                     v_rule.timeout_setting;

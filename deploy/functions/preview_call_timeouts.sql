@@ -16,8 +16,8 @@ BEGIN;
 -- due_at is when the call's window ended: started_at + ring_timeout for a Ringing call,
 -- updated_at + stale_timeout for an Answered one (messenger.call_due_key + the window).
 -- On a Citus coordinator whose call_sessions is distributed, each worker previews its own shard
--- pairs (messenger._preview_local_pairs: per pair and phase the fresh lane, then the backlog,
--- batch_size in all, quarantined calls left out and not retried), rows per phase by due_at; a
+-- pairs (messenger._preview_local_pairs: per pair and phase the retry lane, the fresh lane, then
+-- the backlog, batch_size in all, other quarantined calls left out), rows per phase by due_at; a
 -- worker that cannot be read fails the preview with 08000.
 -- Changes nothing and locks nothing (STABLE, no FOR UPDATE, no advisory lock), so it may differ
 -- from the next real cycle by the calls a concurrent transaction holds (the cycle skips those)

@@ -370,16 +370,18 @@ def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane
     backlog = insert_calls(conn, 1500)                  # long past the cutoff: the backlog lane
     fresh = insert_calls(conn, 300, age="50 seconds")   # due within the last polling interval
     stale = insert_calls(conn, 200, status="Answered", age="3 hours")
-    quarantined = backlog[:2]
+    quarantined, retried = backlog[:2], backlog[2]    # in their backoff; past it: the retry lane
     for host, port in workers(conn):
         with connect(worker_dsn(host, port)) as w:
             w.execute("INSERT INTO messenger.call_reaper_quarantine (call_id, phase, attempts, first_failed_at,"
                       " last_failed_at, next_attempt_at, last_sqlstate, last_message, last_run_id)"
-                      " SELECT i, 'ring_timeout', 1, now(), now(), now() + interval '1 hour', 'P0001', 'test',"
+                      " SELECT i, 'ring_timeout', 1, now(), now(),"
+                      "        now() + CASE WHEN i = %s THEN interval '-1 minute' ELSE interval '1 hour' END, 'P0001', 'test',"
                       "        gen_random_uuid() FROM unnest(%s::uuid[]) AS i"
                       "  WHERE get_shard_id_for_distribution_column('messenger.call_sessions', i) IN"
                       "        (SELECT p.shardid FROM pg_dist_placement AS p"
-                      "          WHERE p.groupid = (SELECT groupid FROM pg_dist_local_group))", (quarantined,))
+                      "          WHERE p.groupid = (SELECT groupid FROM pg_dist_local_group))",
+                      (retried, [*quarantined, retried]))
     preview = conn.execute("SELECT phase, call_id, reason FROM messenger.preview_call_timeouts(batch_size => 5)").fetchall()
     row = conn.execute("SELECT result, run_id FROM messenger.reap_call_timeouts(batch_size => 5)").fetchone()
     assert row[0] == "completed"
@@ -393,8 +395,15 @@ def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane
 
     assert sum(r[0] == "stale_answered" for r in preview) == capped(stale)
     assert not set(quarantined) & closed
-    # The fresh lane first: every pair's fresh calls are taken before its backlog.
-    assert sum(i in set(fresh) for i in closed) == capped(fresh)
+    # The retry lane first (one call at batch 5), then the fresh lane: every pair's fresh calls
+    # are taken before its backlog, in the retried call's pair one fewer.
+    assert retried in closed
+    why = [r[2] for r in preview if r[1] == retried]
+    assert len(why) == 1 and why[0].startswith("Ringing since")
+    assert "quarantined (backoff expired at " in why[0] and "retried (shard messenger.call_sessions_" in why[0]
+    home = placements(conn, [retried])[retried][0]
+    beside = sum(shard == home for shard, *_ in placements(conn, fresh).values())
+    assert sum(i in set(fresh) for i in closed) == capped(fresh) - (1 if beside >= 5 else 0)
     assert all("(shard messenger.call_sessions_" in r[2] for r in preview)
 
 
