@@ -58,16 +58,21 @@ BEGIN
     l.fresh_from := l.cutoff - p_run.fresh;
 
     -- Each min() reads one entry of ix_call_reaper_quarantine_due (an EXISTS was planned as a
-    -- scan of the whole quarantine, dead pages included).
+    -- scan of the whole quarantine, dead pages included). The VACUUM count is summed over the
+    -- relation and every partition below it, found in pg_inherits, which locks nothing:
+    -- pg_partition_tree() takes a lock on each partition and none on the parent, the reverse
+    -- of the order the product's DETACH PARTITION locks them in (parent first), and the cycle's
+    -- next statement on the parent then deadlocked with it.
     SELECT (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q WHERE q.phase = p_run.phase),
            (SELECT min(q.next_attempt_at) FROM messenger.call_reaper_quarantine AS q
              WHERE q.phase = (SELECT r.phase FROM messenger.call_reaper_phases() AS r WHERE r.phase <> p_run.phase)),
-           (SELECT coalesce(sum(pg_catalog.pg_stat_get_vacuum_count(t.relid)
+           (WITH RECURSIVE tree (relid) AS (
+                SELECT p_run.calls::oid
+                UNION ALL
+                SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i JOIN tree AS t ON i.inhparent = t.relid)
+            SELECT coalesce(sum(pg_catalog.pg_stat_get_vacuum_count(t.relid)
                                 + pg_catalog.pg_stat_get_autovacuum_count(t.relid)), 0)::bigint
-              FROM (SELECT p_run.calls AS relid   -- a plain table (no tree)
-                    UNION
-                    SELECT p.relid FROM pg_catalog.pg_partition_tree(p_run.calls) AS p
-                     WHERE p.isleaf) AS t)
+              FROM tree AS t)
       INTO v_next_retry, v_next_other, l.vacuums;
     l.quarantined := v_next_retry IS NOT NULL OR v_next_other IS NOT NULL;
     l.retry_due := v_next_retry <= p_run.as_of;
