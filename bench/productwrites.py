@@ -3,13 +3,19 @@
 An index on a column turns every UPDATE of that column into a non-HOT update: a new index
 entry in every index of the table, and more WAL. The product's "progress" of an answered call
 (its signalling update) changes updated_at only, which the released ix_call_due's key included
-(call_due_key) and the deployed one leaves out ((status, started_at, call_id)). So this part
-runs the service's own statements at a fixed rate on a copy of call_sessions
-(bench_pw.call_sessions: the product's columns, constraints and indexes, the HISTORY calls, a
-pool of live calls) under each index shape in turn, interleaved round by round:
+(call_due_key) and ix_call_due leaves out ((status, started_at, call_id)); and where the service
+has its own index of active calls (the stand-in's ix_call_active), the deploy builds no index at
+all and the claims read the product's. So this part runs the service's own statements at a
+fixed rate on a copy of call_sessions (bench_pw.call_sessions: the product's columns,
+constraints and indexes, the HISTORY calls, a pool of live calls) under each index shape in
+turn, interleaved round by round:
 
   none         the product's own indexes only: the product without the reaper
-  ix_call_due  plus the deployed ix_call_due's definition (read from the catalog)
+  deployed     plus the indexes the deploy added to call_sessions (messenger.call_reaper_indexes):
+               none beside the product's index of active calls, and then these are the runs of
+               'none' (the same table, the same indexes), not runs of their own
+  ix_call_due  plus ix_call_due (deploy/indexes/ix_call_due.sql's definition), which the deploy
+               builds where the product has no index of active calls
   v1.2.0       plus the released ix_call_due (v1.0.0-v1.2.0) on call_due_key, for comparison
   per-status   plus (started_at, call_id) WHERE status = 'Ringing' and the same WHERE status =
                'Answered' instead: ix_call_due's claims in two indexes, status out of the key
@@ -17,8 +23,8 @@ pool of live calls) under each index shape in turn, interleaved round by round:
 Per run: HOT updates (pg_stat_user_tables deltas), WAL per statement (insert-LSN delta, and
 without full-page images through pg_walinspect), client-side p50/p95/p99. Then, per shape, what
 its claims cost: buffers and time of one claim per phase with nothing due at 100 and at
-PW_IDLE_LIVE live calls, and of a first batch from a BACKLOG-call backlog. The reaper's own
-index and claim are not changed here: only measured against the candidates.
+PW_IDLE_LIVE live calls, and of a first batch from a BACKLOG-call backlog, on the product's own
+index (what the deployed claims read beside it) and on the candidates.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 from common import AS_OF, RECENT, Pace, Run, log, quantile, quantile_interval, run_paced
@@ -38,7 +45,8 @@ from phases import by_status
 
 T = "bench_pw.call_sessions"
 APP = "bench-product-writes"
-SHAPES = ("none", "ix_call_due", "v1.2.0", "per-status")
+SHAPES = ("none", "deployed", "ix_call_due", "v1.2.0", "per-status")
+DUE_SCRIPT = Path(__file__).resolve().parents[1] / "deploy" / "indexes" / "ix_call_due.sql"
 RELEASED = ("(status, messenger.call_due_key(status, started_at, updated_at), call_id)"
             " WHERE messenger.call_due_key(status, started_at, updated_at) IS NOT NULL")
 
@@ -78,16 +86,35 @@ SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answer
           FROM generate_series(1, %(answered)s)) AS t (u)"""
 
 
+def due_definition() -> str:
+    """ix_call_due's definition as its deploy script sets it (psql's doubled quotes undone)."""
+    m = re.search(r"^\\set definition '(.*)'$", DUE_SCRIPT.read_text(), re.MULTILINE)
+    if not m:
+        sys.exit(f"bench: cannot read ix_call_due's definition from {DUE_SCRIPT}")
+    return m.group(1).replace("''", "'")
+
+
 def shape_indexes(run: Run) -> dict[str, list[str]]:
-    """The DDL each shape adds to the product's indexes. ix_call_due's is the deployed one."""
-    ddl = run.admin.execute("SELECT pg_get_indexdef('messenger.ix_call_due'::regclass)").fetchone()[0]
-    ddl = re.sub(r"^CREATE INDEX ix_call_due ON (ONLY )?messenger\.call_sessions",
-                 f"CREATE INDEX pw_due ON {T}", ddl)
-    if not ddl.startswith("CREATE INDEX pw_due"):
-        sys.exit(f"bench: cannot read messenger.ix_call_due's definition: {ddl}")
-    return {"none": [], "ix_call_due": [ddl], "v1.2.0": [f"CREATE INDEX pw_released ON {T} {RELEASED}"],
+    """The DDL each shape adds to the product's indexes. 'deployed' is what the deploy added to
+    call_sessions, read from the catalog (its own index, where it built one)."""
+    deployed = [re.sub(r"^CREATE INDEX (\S+) ON (ONLY )?messenger\.call_sessions",
+                       lambda m: f"CREATE INDEX pw_deployed_{m.group(1)} ON {T}", ddl)
+                for (ddl,) in run.admin.execute(
+                    "SELECT pg_get_indexdef(i.indexrelid) FROM messenger.call_reaper_indexes AS r"
+                    "  JOIN pg_index AS i ON i.indexrelid = to_regclass(format('%%I.%%I', r.index_schema, r.index_name))"
+                    " WHERE i.indrelid = 'messenger.call_sessions'::regclass ORDER BY r.index_name").fetchall()]
+    return {"none": [], "deployed": deployed, "ix_call_due": [f"CREATE INDEX pw_due ON {T} {due_definition()}"],
+            "v1.2.0": [f"CREATE INDEX pw_released ON {T} {RELEASED}"],
             "per-status": [f"CREATE INDEX pw_ringing ON {T} (started_at, call_id) WHERE status = 'Ringing'",
                            f"CREATE INDEX pw_answered ON {T} (started_at, call_id) WHERE status = 'Answered'"]}
+
+
+def same_as(ddl: dict[str, list[str]], shape: str) -> str | None:
+    """The other shape whose runs are this one's: the same indexes under other names."""
+    def key(x: str) -> list[str]:
+        return sorted(re.sub(r"^CREATE INDEX \S+ ", "", d) for d in ddl[x])
+    return next((o for o in SHAPES if o != shape and ddl.get(o) is not None and key(o) == key(shape)), None) \
+        if shape == "deployed" else None
 
 
 KEY = "messenger.call_due_key(s.status, s.started_at, s.updated_at)"
@@ -96,6 +123,9 @@ DUE = "messenger.call_is_due(s.status, s.started_at, s.updated_at, %(cutoff)s)"
 # started_at, phase 2 too); the same index in the SPEC's order for phase 2 (by updated_at, which
 # has to read and sort every candidate); the released index and claim.
 CLAIMS = {
+    "ix_call_active (the product's, deployed)": {
+        "Ringing": f"s.status = 'Ringing' AND {DUE} ORDER BY s.started_at, s.call_id",
+        "Answered": f"s.status = 'Answered' AND {DUE} ORDER BY s.started_at, s.call_id"},
     "ix_call_due": {"Ringing": f"s.status = 'Ringing' AND {DUE} ORDER BY s.started_at, s.call_id",
                     "Answered": f"s.status = 'Answered' AND {DUE} ORDER BY s.started_at, s.call_id"},
     "ix_call_due, Answered by updated_at": {
@@ -104,7 +134,7 @@ CLAIMS = {
     "v1.2.0": {"Ringing": f"s.status = 'Ringing' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id",
                "Answered": f"s.status = 'Answered' AND {KEY} <= %(cutoff)s ORDER BY {KEY}, s.call_id"},
 }
-CLAIM_INDEXES = {"ix_call_due": "ix_call_due", "ix_call_due, Answered by updated_at": "ix_call_due",
+CLAIM_INDEXES = {"ix_call_active (the product's, deployed)": "none", "ix_call_due": "ix_call_due", "ix_call_due, Answered by updated_at": "ix_call_due",
                  "v1.2.0": "v1.2.0"}
 
 
@@ -136,7 +166,7 @@ def reset(run: Run, shape: str, ddl: dict[str, list[str]], answered: int, ringin
     from the same page layout and pays the same full-page images."""
     a, t0 = run.admin, time.perf_counter()
     for (name,) in a.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass"
-                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|released|ringing|answered)$'",
+                             "   AND indexrelid::regclass::text ~ '^bench_pw\\.pw_(due|released|ringing|answered|deployed_.*)$'",
                              (T,)).fetchall():
         a.execute(f"DROP INDEX {name}")
     a.execute(f"DELETE FROM {T} WHERE started_at > %s", (AS_OF - RECENT,))
@@ -246,6 +276,9 @@ def claim_costs(run: Run, shape: str, ddl: dict, label: str, answered: int, ring
     reset(run, base, ddl, answered, ringing, backlog)
     out = {"shape": shape, "label": label, "buffers": 0.0, "ms": 0.0}
     with run.connect() as c:
+        # As the claim routines run: no sort of a lane; an incremental sort within one started_at.
+        c.execute("SET enable_sort = off")
+        c.execute("SET enable_incremental_sort = on")
         for status, where in CLAIMS[shape].items():
             sql = f"SELECT s.call_id FROM {T} AS s WHERE {where} LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED"
             p = {"cutoff": by_status(run.phases, status).cutoff, "batch": run.args.batches[0]}
@@ -265,7 +298,13 @@ def run_product_writes(run: Run) -> dict:
     for rnd in range(args.pw_rounds):
         order = SHAPES[rnd % len(SHAPES):] + SHAPES[:rnd % len(SHAPES)]  # each shape first once
         for shape in order:
-            runs.append(write_run(run, shape, ddl, rnd))
+            alias = same_as(ddl, shape)
+            if alias is None:
+                runs.append(write_run(run, shape, ddl, rnd))
+        for shape in SHAPES:
+            alias = same_as(ddl, shape)
+            if alias is not None:  # the same table and indexes: that shape's runs of this round
+                runs += [{**r, "shape": shape, "same_as": alias} for r in runs if r["shape"] == alias and r["round"] == rnd]
     claims = []
     for shape in CLAIMS:
         for label, answered, ringing, backlog in (
@@ -298,6 +337,7 @@ def summary(res: dict) -> dict[str, dict]:
         for key in ("wal_per", "nofpi_per", "p99", "p95"):
             s[f"{key}_x"] = ratios(res["runs"], shape, key)
         s["p99_spread"] = (min(r["p99"] for r in rs), max(r["p99"] for r in rs))
+        s["same_as"] = rs[0].get("same_as")
         out[shape] = s
     return out
 
@@ -305,7 +345,7 @@ def summary(res: dict) -> dict[str, dict]:
 def measured(res: dict) -> tuple[dict, list]:
     s = summary(res)
     values, figures = {}, []
-    dep = s.get("ix_call_due")
+    dep = s.get("deployed")
     # Without full-page images where pg_walinspect can tell them: a 10 s run right after a
     # CHECKPOINT pays an image for nearly every page it touches first, which a server spreads
     # over a checkpoint interval; with them, the same shape moved 0.55x-1.12x between rounds.
@@ -314,10 +354,12 @@ def measured(res: dict) -> tuple[dict, list]:
         values["writes_wal"] = (statistics.median(dep[f"{key}_x"]),
                                 "median of " + ", ".join(f"{x:.2f}" for x in dep[f"{key}_x"])
                                 + f"; {dep[key]:,.0f} / {s['none'][key]:,.0f} B"
-                                + (" without full-page images" if key == "nofpi_per" else ""))
+                                + (" without full-page images" if key == "nofpi_per" else "")
+                                + (f"; the deploy added no index: the runs of '{dep['same_as']}'" if dep["same_as"] else ""))
         values["writes_p99"] = (statistics.median(dep["p99_x"]),
-                                "median of " + ", ".join(f"{x:.2f}" for x in dep["p99_x"]))
-    for shape in ("v1.2.0", "per-status"):
+                                "median of " + ", ".join(f"{x:.2f}" for x in dep["p99_x"])
+                                + (f"; the runs of '{dep['same_as']}'" if dep["same_as"] else ""))
+    for shape in ("ix_call_due", "v1.2.0", "per-status"):
         if s.get(shape) and s[shape][f"{key}_x"]:
             figures.append((f"product WAL per write with the {shape} shape / without the reaper's index"
                             + (", without full-page images" if key == "nofpi_per" else ""),

@@ -118,7 +118,7 @@ def product_writes_table(res: dict, args) -> list[str]:
     def xs(v: list[float]) -> str:
         return f"{statistics.median(v):.2f}x ({', '.join(f'{x:.2f}' for x in v)})" if v else ""
 
-    rows = [[shape, r["runs"], f"{r['statements']:,}", f"{r['hot']:.0%}", f"{r['hot_progress']:.0%}",
+    rows = [[shape + (f" (no index added: the runs of '{r['same_as']}')" if r.get("same_as") else ""), r["runs"], f"{r['statements']:,}", f"{r['hot']:.0%}", f"{r['hot_progress']:.0%}",
              f"{r['wal_per']:,.0f}", _fmt(r["nofpi_per"], ",.0f"), xs(r["wal_per_x"]), xs(r["nofpi_per_x"]),
              f"{r['p50']:.2f}", f"{r['p95']:.2f}", f"{r['p99']:.2f}", f"{r['p99_spread'][0]:.2f}-{r['p99_spread'][1]:.2f}",
              xs(r["p99_x"])] for shape, r in s.items()]

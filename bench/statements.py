@@ -29,7 +29,7 @@ def params(phases: list[Phase], batch: int | None = None) -> dict:
 
 
 def due(ph: Phase, a: str) -> str:
-    """Calls of this phase due at AS_OF (the reaper's rule): a range of ix_call_due."""
+    """Calls of this phase due at AS_OF (the reaper's rule): a range of the claims' index."""
     return f"{a}.status = {lit(ph.status)} AND {DUE.format(a=a, phase=ph.phase)}"
 
 

@@ -1,6 +1,6 @@
 -- Backlog: active calls already past their window now, per phase, and how late the oldest is.
 -- The phases, their statuses and the setting holding each window are messenger.call_reaper_phases();
--- due is the reaper's one rule, messenger.call_is_due (a range scan of ix_call_due per phase); a
+-- due is the reaper's one rule, messenger.call_is_due (a range scan of the claims' index per phase); a
 -- call's due_at is when its window ended (messenger.call_due_key: started_at or, Answered, updated_at).
 -- Quarantined calls (not retried before next_attempt_at) are counted separately.
 --   psql -X -d messenger -f sql/backlog.sql

@@ -33,6 +33,10 @@
 -- instead of (id); everything else is as in the plain variant. Untested in make test (it needs
 -- Citus); docs/citus.md says how it was checked.
 --
+-- active_index=off leaves out the service's own index of active calls (ix_call_active): a
+-- service without one, where the reaper builds its ix_call_due (indexes/ix_call_due); with it,
+-- the reaper's claims read ix_call_active and it builds no index of its own.
+--
 -- Run it as a role that may create roles and the schema (a superuser in the project's
 -- throwaway clusters). The reaper's own Sqitch plan (sqitch.plan) never runs it.
 
@@ -52,6 +56,10 @@ SELECT :'types' = 'enum' AS enum_types \gset
 \if :{?citus}
 \else
 \set citus off
+\endif
+\if :{?active_index}
+\else
+\set active_index on
 \endif
 \if :{?shard_count}
 \else
@@ -184,8 +192,10 @@ COMMENT ON TABLE messenger.call_sessions IS
     'One row per call. Active = Ringing or Answered; every other status is terminal (INV-CALL-3).';
 
 -- The service's own lookups of active calls ("my active call", backlog counts).
+\if :active_index
 CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
     WHERE status IN ('Ringing', 'Answered');
+\endif
 
 \if :partitioned
 -- Monthly partitions from this month to `premake` months ahead, cut in UTC, and the DEFAULT

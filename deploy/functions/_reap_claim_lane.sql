@@ -5,8 +5,9 @@ BEGIN;
 -- Contract: claims one healthy lane of a phase, FOR NO KEY UPDATE SKIP LOCKED (a call held by
 -- answer-call/end-call is skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts
 -- with the KEY SHARE locks that inserts of child rows take through a foreign key): at most
--- p_limit calls of status p_status due at p_cutoff (messenger.call_is_due) in the ix_call_due
--- range [(p_lo_key, p_lo_id), (p_hi_key, p_hi_id)] of (started_at, call_id), not in p_taken
+-- p_limit calls of status p_status due at p_cutoff (messenger.call_is_due) in the range
+-- [(p_lo_key, p_lo_id), (p_hi_key, p_hi_id)] of (started_at, call_id) of the claims' index
+-- (messenger._call_reaper_claim_indexes: the product's own of active calls, or ix_call_due), not in p_taken
 -- (claimed by an earlier lane), not quarantined when p_quarantined, in started_at order.
 -- Returns them (ids, started, keys: the instant each one's window counted from,
 -- messenger.call_due_key, for the close's lag), where the walk stopped (upto: the last claimed
@@ -21,7 +22,9 @@ BEGIN;
 -- changes. The claim and the count are one statement, so both read one snapshot; the count
 -- walks the claim's range in the claim's order (unordered, the planner would scan partitions by
 -- bitmap or sequentially instead). pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
--- both to a range scan of ix_call_due that stops at the range's end or the limit.
+-- both to a range scan of that index (ix_call_active and ix_call_due alike) that stops at the
+-- range's end or the limit; on ix_call_active an incremental sort orders each started_at's
+-- calls by call_id (enable_incremental_sort = on below).
 -- The count walks the range once, due or not (each entry's heap row is read for updated_at
 -- either way), so the talkers cost it nothing more.
 -- p_calls is the calls relation of the cycle's pair (messenger._reap_pair): messenger.call_sessions
@@ -55,7 +58,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = off
+SET enable_incremental_sort = on
 SET jit = off
 AS $$
 -- FOR UPDATE needs VOLATILE (PostgreSQL refuses it in a STABLE function), which plpgsql_check
@@ -98,7 +101,7 @@ BEGIN
               FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff) AS due, s.updated_at
                       FROM messenger.call_sessions AS s
                      WHERE s.status = v_status
-                       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                        AND s.started_at <= p_cutoff
                        AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= b.upto_key
                        AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
@@ -145,7 +148,7 @@ BEGIN
               FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2) AS due, s.updated_at
                       FROM %1$s AS s
                      WHERE s.status = $1
-                       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                        AND s.started_at <= $2
                        AND (s.started_at, s.call_id) >= ($3, $4) AND s.started_at <= b.upto_key
                        AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)

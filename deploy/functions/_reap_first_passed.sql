@@ -31,7 +31,7 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = off
+SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE
@@ -41,7 +41,7 @@ BEGIN
     SELECT s.started_at, s.call_id INTO due_key, call_id
       FROM messenger.call_sessions AS s
      WHERE s.status = v_status
-       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
        AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= p_hi_key
        AND (s.started_at, s.call_id) <= (p_hi_key, p_hi_id)
        AND s.call_id <> ALL (p_claimed)
@@ -54,7 +54,7 @@ BEGIN
         EXECUTE format($pair$SELECT s.started_at, s.call_id
       FROM %1$s AS s
      WHERE s.status = $1
-       AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
        AND (s.started_at, s.call_id) >= ($2, $3) AND s.started_at <= $4
        AND (s.started_at, s.call_id) <= ($4, $5)
        AND s.call_id <> ALL ($6)

@@ -30,7 +30,7 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = off
+SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE
@@ -116,7 +116,7 @@ BEGIN
           FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
-                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
                     AND s.started_at <= l.fresh_from
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
@@ -126,7 +126,7 @@ BEGIN
                 (SELECT s.started_at, s.call_id, false
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
-                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
                     AND s.started_at <= l.fresh_from
                   ORDER BY s.started_at DESC, s.call_id DESC
@@ -139,7 +139,7 @@ BEGIN
           FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM %1$s AS s
                   WHERE s.status = $1
-                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= ($2, $3)
                     AND s.started_at <= $4
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
@@ -149,7 +149,7 @@ BEGIN
                 (SELECT s.started_at, s.call_id, false
                    FROM %1$s AS s
                   WHERE s.status = $1
-                    AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                     AND (s.started_at, s.call_id) >= ($2, $3)
                     AND s.started_at <= $4
                   ORDER BY s.started_at DESC, s.call_id DESC

@@ -23,8 +23,9 @@ BEGIN;
 --   p_after_run the previous cycle of the caller's drain or catch-up loop, or NULL
 -- Errors: 22023 (nothing read or changed) for a pair that is not of the default pair's shape:
 -- both relations tables (plain or partitioned), every column the reaper reads or writes
--- present with the default table's type, the calls relation with a valid index of
--- ix_call_due's shape (the claims' range scans) and the outbox with one of
+-- present with the default table's type, the calls relation with a valid index the claims can
+-- read (messenger._call_reaper_claim_indexes: a shard of ix_call_due or of the product's own
+-- index of active calls) and the outbox with one of
 -- ux_realtime_outbox_call_event's (the database keeps a call's pushes unique); or for a bad
 -- option (messenger._check_reaper_options); or for settings missing a key it reads or holding
 -- one of the wrong type (a JSON number for batch_size, a string of an interval for the others).
@@ -93,8 +94,7 @@ BEGIN
               FROM unnest(ARRAY['kind', 'target_kind', 'target_id', 'reference_id', 'payload',
                                 'correlation_id', 'created_at']) AS c
         ), shape (rel, idx) AS (
-            VALUES (p_calls, pg_catalog.to_regclass('messenger.ix_call_due')),
-                   (p_outbox, pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event'))
+            VALUES (p_outbox, pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event'))
         )
         SELECT pg_catalog.string_agg(x.problem, '; ')
           INTO v_problems
@@ -123,6 +123,10 @@ BEGIN
                           AND i.indisunique = m.indisunique
                           AND pg_catalog.substring(pg_catalog.pg_get_indexdef(i.indexrelid), ' (USING .*)$')
                               = pg_catalog.substring(pg_catalog.pg_get_indexdef(m.indexrelid), ' (USING .*)$'))
+                UNION ALL
+                SELECT format('%s has no valid index the claims can read (btree on (status, started_at), partial on status IN (''Ringing'', ''Answered'') or not partial)', p_calls)
+                 WHERE p_calls IS NOT NULL
+                   AND NOT EXISTS (SELECT FROM messenger._call_reaper_claim_indexes(p_calls))
                 UNION ALL
                 SELECT format('%s.id has no default and messenger.realtime_outbox.id no sequence to take it from', p_outbox)
                   FROM pg_catalog.pg_attribute AS a

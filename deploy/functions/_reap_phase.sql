@@ -48,9 +48,11 @@ BEGIN;
 --   * plan_cache_mode = force_generic_plan: planned once per session, not once per cycle (on a
 --     partitioned call_sessions, once per partition per cycle); the generic plans are the same
 --     range scans and prune partitions at executor start-up;
---   * enable_sort = off, enable_incremental_sort = off: a claim walks ix_call_due in key order
---     and never sorts a lane (a product index on (status, started_at), as the stand-in's
---     ix_call_active, plus an incremental sort on call_id would otherwise look cheaper);
+--   * enable_sort = off: a claim walks its index (messenger._call_reaper_claim_indexes) in key
+--     order and never sorts a lane; enable_incremental_sort = on: on the product's own index of
+--     active calls, (status, started_at) without call_id, the calls of one started_at are put in
+--     call_id order by an incremental sort of that group alone (one or a few rows), never of
+--     the lane;
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
 -- Reworked after v1.2.0: one messenger.call_reaper_phase_run instead of 10 parameters; dropped
@@ -69,7 +71,7 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = off
+SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE

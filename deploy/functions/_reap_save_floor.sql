@@ -89,7 +89,7 @@ BEGIN
         SELECT s.started_at, s.call_id INTO v_key, v_id
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
-           AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+           AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
            AND (s.started_at, s.call_id) <= (p_outcome.upto_key, p_outcome.upto_id)
            AND s.started_at <= p_outcome.upto_key
          ORDER BY s.started_at DESC, s.call_id DESC
@@ -100,7 +100,7 @@ BEGIN
             EXECUTE format($pair$SELECT s.started_at, s.call_id
           FROM %1$s AS s
          WHERE s.status = $1
-           AND s.status IN ('Ringing', 'Answered')   -- ix_call_due's predicate, for a generic plan
+           AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
            AND (s.started_at, s.call_id) <= ($2, $3)
            AND s.started_at <= $2
          ORDER BY s.started_at DESC, s.call_id DESC

@@ -13,13 +13,14 @@ BEGIN;
 --     call whose updated_at precedes its started_at (a clock the service got wrong) is due once
 --     started_at too is past the window;
 --   * any other status: never (terminal, INV-CALL-3).
--- Why started_at is the claim's key: it never changes while a call is active, so ix_call_due
--- (status, started_at, call_id) indexes no column a progress update writes and that update
--- stays HOT; docs/design.md, "One index of the due rule".
+-- Why started_at is the claim's key: it never changes while a call is active, so the index the
+-- claims read (the product's own of active calls, (status, started_at), or ix_call_due,
+-- (status, started_at, call_id)) names no column a progress update writes and that update stays
+-- HOT; docs/design.md, "The due rule and its one index".
 -- Every reader of "due" uses it (the claim, the preview, the metrics, sql/backlog.sql,
 -- scripts/follow-reaper, the bench, the tests) with status = <phase status> beside it.
 -- LANGUAGE sql, IMMUTABLE, no SET clause: inlined, it becomes the boolean expression itself, so
--- `status IN ('Ringing', 'Answered')` proves ix_call_due's predicate and `started_at <=
+-- `status IN ('Ringing', 'Answered')` proves that index's predicate and `started_at <=
 -- cutoff` bounds its range, in a generic plan too. status is anyelement, as in
 -- messenger.call_due_key: the product's column may be text, varchar or an enum, and inlined the
 -- literals take its type (an enum has no implicit cast to text). EXECUTE stays granted to

@@ -6,7 +6,13 @@
 -- one of them write an entry into every index of call_sessions). Why so: docs/design.md, "One
 -- index of the due rule"; the due rule itself is messenger.call_is_due.
 --
--- Built online on the messenger service's live table, and owned by record, never by name:
+-- Not built at all where the product already has an index the claims can read, its own index of
+-- active calls (the service's ix_call_active, (status, started_at) WHERE status IN ('Ringing',
+-- 'Answered')): the claims then walk that one, and a reaper's ix_call_due left from an earlier
+-- release or deploy is dropped online. Every product write then pays for no index of the
+-- reaper's; a new call and an answer write one entry less.
+--
+-- Otherwise built online on the messenger service's live table, and owned by record, never by name:
 -- No transaction: CREATE INDEX CONCURRENTLY and DROP INDEX CONCURRENTLY cannot run in one.
 --   * First, whatever an earlier failed or cancelled build of the reaper's left (recorded in
 --     messenger.call_reaper_indexes, INVALID or attached to nothing) is dropped.
@@ -38,6 +44,38 @@
 \endif
 
 SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
+
+-- The product's own index of active calls, where it has one the claims can read
+-- (messenger._call_reaper_claim_indexes: the service's ix_call_active): used instead of
+-- building one, so the product's writes carry no index of the reaper's (docs/design.md, "The
+-- due rule and its one index"). The reaper's own ix_call_due (a released one, or this change's
+-- built before the product had its index) is then dropped online with its records. Never on a
+-- revert: the released routines read the released index, which the revert builds.
+SELECT NOT :reverting AND a.name IS NOT NULL AS adopt, coalesce(a.name, '') AS adopted
+  FROM (SELECT pg_catalog.min(pg_catalog.format('%I.%I', n.nspname, c.relname)) AS name
+          FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x (ix)
+          JOIN pg_catalog.pg_class AS c ON c.oid = x.ix
+          JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+         WHERE NOT EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
+                            WHERE (r.index_schema, r.index_name) = (n.nspname, c.relname))) AS a \gset
+\if :adopt
+\echo 'indexes/ix_call_due:' :adopted 'is the product''s index of active calls: the claims read it, the reaper builds none'
+SELECT CASE WHEN p.relkind = 'p'
+            THEN pg_catalog.format('SELECT messenger._call_reaper_with_lock_retries(%L)',
+                                   pg_catalog.format('DROP INDEX %I.%I', r.index_schema, r.index_name))
+            ELSE pg_catalog.format('DROP INDEX CONCURRENTLY %I.%I', r.index_schema, r.index_name) END
+  FROM messenger.call_reaper_indexes AS r
+  JOIN pg_catalog.pg_class AS p ON p.oid = 'messenger.call_sessions'::pg_catalog.regclass
+ WHERE r.index_schema = 'messenger' AND r.index_name IN ('ix_call_due', 'ix_call_due_next') AND r.attach_to IS NULL
+   AND r.shape = messenger._call_reaper_index_shape(pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name)))
+ ORDER BY r.index_name \gexec
+-- What is gone is forgotten: the two, and their partitions' parts dropped with them.
+DELETE FROM messenger.call_reaper_indexes AS r
+ WHERE ((r.index_schema = 'messenger' AND r.index_name IN ('ix_call_due', 'ix_call_due_next'))
+        OR r.attach_to IN ('ix_call_due', 'ix_call_due_next'))
+   AND r.shape IS DISTINCT FROM messenger._call_reaper_index_shape(
+           pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name)));
+\else
 
 -- The shape wanted, as this server deparses it: an index on an empty temporary copy of the
 -- columns (no lock on the product's table beyond LIKE's read).
@@ -134,5 +172,6 @@ END
 $$;
 \elif :build
 COMMENT ON INDEX messenger.ix_call_due IS 'Added by call_timeout_reaper: the due rule''s index (indexes/ix_call_due).';
+\endif
 \endif
 \endif

@@ -1,5 +1,6 @@
 -- The stale-answered claim never scans call_sessions sequentially: its plan is a range scan of
--- ix_call_due on started_at bounded by the cutoff (every due Answered call started before it),
+-- the product's ix_call_active (or the reaper's ix_call_due where the product has none) on
+-- started_at bounded by the cutoff (every due Answered call started before it),
 -- testing updated_at (the SPEC's rule, not indexed so that a progress update stays HOT) on the
 -- way. It reads the overdue calls and the Answered calls still talking that started before the
 -- cutoff, and no other: not the archived ones, not the live Ringing ones, not the Answered ones
@@ -7,7 +8,7 @@
 -- one, on a table where live and archived calls far outnumber the overdue ones. The statement
 -- explained is checked to be, word for word, the claim _reap_phase runs.
 BEGIN;
-SELECT plan(12);
+SELECT plan(24);
 
 \ir fixtures/live_and_archived_calls.sql
 -- And 30 Answered calls whose last progress is more than 2 h before as_of 2100-01-01 12:00,
@@ -26,6 +27,14 @@ SELECT count(*) AS talking FROM messenger.call_sessions
 \set status Answered
 \set cutoff '2100-01-01 10:00+00'
 \set cutoff_shown '2100-01-01 10:00:00+00'
+\set index ix_call_active
+\ir fixtures/claim_plan.sql
+
+-- Where the product has no index of active calls, the reaper's ix_call_due (the definition
+-- deploy/indexes/ix_call_due.sql builds) in its place.
+DROP INDEX messenger.ix_call_active;
+CREATE INDEX ix_call_due ON messenger.call_sessions (status, started_at, call_id) WHERE status IN ('Ringing', 'Answered');
+\set index ix_call_due
 \ir fixtures/claim_plan.sql
 
 SELECT * FROM finish();

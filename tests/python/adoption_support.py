@@ -138,13 +138,16 @@ def dsn_for(database: str, **params: str) -> str:
 
 
 def create_product_database(admin: psycopg.Connection, name: str, types: str = "text",
-                            partitioned: bool = False) -> str:
+                            partitioned: bool = False, active_index: bool = True) -> str:
     """A fresh database holding the stand-in product tables (dropped first if left over);
-    partitioned: call_sessions by month with pg_partman, its maintenance job in pg_cron."""
+    partitioned: call_sessions by month with pg_partman, its maintenance job in pg_cron;
+    active_index=False: without the service's index of active calls (ix_call_active), so the
+    deploy builds the reaper's ix_call_due instead of using it."""
     drop_product_database(admin, name)
     admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
                   .format(sql.Identifier(name)))
     psql(name, "-v", f"types={types}", "-v", f"partitioned={'on' if partitioned else 'off'}",
+         "-v", f"active_index={'on' if active_index else 'off'}",
          "-f", str(ROOT / "stand-in" / "messenger_service.sql"))
     return dsn_for(name)
 

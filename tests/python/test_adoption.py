@@ -95,6 +95,10 @@ def test_deploy_beside_product_tables_reap_and_revert_keeps_everything(conn, typ
         owner = product.execute("SELECT pg_get_userbyid(relowner) FROM pg_class"
                                 " WHERE oid = 'messenger.call_sessions'::regclass").fetchone()[0]
         assert owner == "messenger_service", "the deploy took over the product's table"
+        # The service's own index of active calls is the one the claims read, on this status type.
+        assert product.execute("SELECT array_agg(x::text), to_regclass('messenger.ix_call_due')"
+                               "  FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x"
+                               ).fetchone() == (["messenger.ix_call_active"], None)
 
         # The backlog as the exporter and the DBA's script count it, on these column types.
         assert product.execute("SELECT backlog_ring_timeout, backlog_stale_answered"

@@ -39,8 +39,6 @@ CREATE TABLE messenger.call_sessions (LIKE messenger.call_sessions_plain INCLUDI
     PARTITION BY RANGE (started_at);
 DROP TABLE messenger.call_sessions_plain;
 ALTER TABLE messenger.call_sessions ADD PRIMARY KEY (call_id, started_at);
-CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
-    WHERE status IN ('Ringing', 'Answered');
 CREATE TABLE messenger.call_sessions_m0 PARTITION OF messenger.call_sessions
     FOR VALUES FROM (date_trunc('month', now()) - interval '2 months') TO (date_trunc('month', now()) - interval '1 month');
 CREATE TABLE messenger.call_sessions_m1 PARTITION OF messenger.call_sessions
@@ -70,11 +68,22 @@ VALUES ('MessageCreated', 'User', 'user:' || gen_random_uuid(), gen_random_uuid(
 """
 
 
-def product_db(admin: psycopg.Connection, name: str, partitioned: bool, calls: int = 3000) -> str:
-    dsn = create_product_database(admin, name, "text")
+ACTIVE_INDEX = """
+CREATE INDEX ix_call_active ON messenger.call_sessions (status, started_at)
+    WHERE status IN ('Ringing', 'Answered')
+"""
+
+
+def product_db(admin: psycopg.Connection, name: str, partitioned: bool, calls: int = 3000,
+               active_index: bool = False) -> str:
+    """The stand-in, by default without the service's index of active calls: these tests are
+    about the index the deploy builds where the product has none (with one it builds nothing)."""
+    dsn = create_product_database(admin, name, "text", active_index=active_index)
     with psycopg.connect(dsn, autocommit=True) as conn:
         if partitioned:
             conn.execute(PARTITIONED)
+            if active_index:
+                conn.execute(ACTIVE_INDEX)
         # Ended calls spread over the three months (the reaper's index holds none of them).
         conn.execute(f"""
             INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status, end_reason,
@@ -272,6 +281,76 @@ def test_revert_refuses_while_a_product_index_uses_call_due_key(conn):
 
 
 DUE_SHAPE = "SELECT pg_get_indexdef('messenger.ix_call_due'::regclass)"  # v1.1.0 has no shape function
+
+# A due call of each phase, and the cycle that closes them, as the claims' index walk finds them.
+DUE_CALLS = """
+INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status,
+                                     started_at, answered_at, updated_at)
+VALUES (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing',
+        now() - interval '10 minutes', NULL, now() - interval '10 minutes'),
+       (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answered',
+        now() - interval '5 hours', now() - interval '5 hours', now() - interval '4 hours')
+"""
+CYCLE = "SELECT missed_count, failed_count FROM messenger.reap_call_timeouts()"
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_the_products_index_of_active_calls_is_used_and_the_reaper_builds_none(conn, partitioned):
+    """Where the service has its own index of active calls (the stand-in's ix_call_active), the
+    claims read it: the deploy builds no ix_call_due and records nothing for it, so the product's
+    writes pay for no index of the reaper's; a cycle still closes due calls of both phases; a
+    full revert leaves the product's indexes exactly as they were, its own index among them."""
+    db = "idx_adopt"
+    dsn = product_db(conn, db, partitioned, active_index=True)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        active = product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone()
+        call_indexes_before = [d for d in table_indexes(product) if "realtime_outbox" not in d]
+        indexes_before = table_indexes(product)
+        done = sqitch("deploy", db, *NO_CRON)
+        assert "messenger.ix_call_active is the product's index of active calls" in done.stdout + done.stderr, done.stdout
+        sqitch("verify", db, *NO_CRON)
+        assert [d for d in table_indexes(product) if "realtime_outbox" not in d] == call_indexes_before, \
+            "the deploy added an index to call_sessions (or its partitions) beside the product's own"
+        assert product.execute("SELECT to_regclass('messenger.ix_call_due')").fetchone() == (None,)
+        assert product.execute("SELECT count(*) FROM messenger.call_reaper_indexes"
+                               " WHERE index_name LIKE '%ix_call_due%' OR attach_to IS NOT NULL").fetchone() == (0,)
+        assert product.execute("SELECT x::oid FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x"
+                               ).fetchall() == [active]
+        product.execute(DUE_CALLS)
+        assert product.execute(CYCLE).fetchone() == (1, 1)
+        sqitch("revert", db, "-y")
+        assert table_indexes(product) == indexes_before
+        assert product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone() == active
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_an_upgrade_beside_the_products_index_drops_the_released_due_index_online(conn, partitioned):
+    """v1.2.0 built its ix_call_due beside the product's ix_call_active; the upgrade drops it
+    (concurrently, or on a partitioned table in short lock waits) with its records and its
+    partitions' parts, and the claims read the product's index. A revert to v1.2.0 builds the
+    released index again (its routines read call_due_key), and the product's stays as it was."""
+    db = "idx_adopt_upgrade"
+    dsn = product_db(conn, db, partitioned, active_index=True)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        active = product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone()
+        sqitch("deploy", db, *NO_CRON, "--to", "@v1.2.0")
+        released = product.execute(DUE_SHAPE).fetchone()[0]
+        assert "call_due_key" in released, released
+        indexes_released = table_indexes(product)
+        sqitch("deploy", db, *NO_CRON)
+        sqitch("verify", db, *NO_CRON)
+        assert product.execute("SELECT to_regclass('messenger.ix_call_due')").fetchone() == (None,)
+        assert not [d for d in table_indexes(product) if "ix_call_due" in d], table_indexes(product)
+        recorded = [r[0] for r in product.execute("SELECT index_name FROM messenger.call_reaper_indexes ORDER BY 1")]
+        assert recorded == ["ux_realtime_outbox_call_event"], recorded
+        assert product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone() == active
+        product.execute(DUE_CALLS)
+        assert product.execute(CYCLE).fetchone() == (1, 1)
+        sqitch("revert", db, "-y", "--to", "@v1.2.0")
+        assert product.execute(DUE_SHAPE).fetchone()[0] == released
+        assert table_indexes(product) == indexes_released
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
 @pytest.mark.parametrize("partitioned", [False, True])

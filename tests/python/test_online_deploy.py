@@ -1,6 +1,8 @@
 """The deploy adds its indexes online: onto a million-call table under a live writer, the
 writer never waits a second for a lock, and an interrupted index build left INVALID is rebuilt
-by the next deploy.
+by the next deploy. Twice: on a product without an index of active calls (the reaper builds
+ix_call_due), and with the service's own ix_call_active (the released ix_call_due, rebuilt on
+the way, is then dropped online by the last index change, and the claims read the product's).
 
 A writer inserts a call, moves another one's updated_at and inserts an outbox row every 5 ms
 on its own connection with lock_timeout = 1 s, for as long as `sqitch deploy` runs: a statement
@@ -13,15 +15,17 @@ from __future__ import annotations
 import time
 
 import psycopg
+import pytest
 from adoption_support import Writer, create_product_database, product_rows, sqitch
 
 CALLS = 1_000_000
 GOAL_S = 1.0
 
 
-def test_deploy_onto_a_million_calls_under_a_live_writer(conn):
+@pytest.mark.parametrize("active_index", [False, True], ids=["builds ix_call_due", "uses ix_call_active"])
+def test_deploy_onto_a_million_calls_under_a_live_writer(conn, active_index):
     db = "adopt_online"
-    dsn = create_product_database(conn, db, "text")
+    dsn = create_product_database(conn, db, "text", active_index=active_index)
     with psycopg.connect(dsn, autocommit=True) as product:
         product.execute(f"""
             INSERT INTO messenger.call_sessions
@@ -77,9 +81,14 @@ def test_deploy_onto_a_million_calls_under_a_live_writer(conn):
 
         sqitch("verify", db, "--set", "scheduler=none")
         valid = product.execute("""
-            SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'messenger.ix_call_due'::regclass),
-                   (SELECT indisvalid FROM pg_index WHERE indexrelid = 'messenger.ux_realtime_outbox_call_event'::regclass)""").fetchone()
-        assert valid == (True, True), "the re-run deploy must rebuild the interrupted index, valid"
+            SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('messenger.ix_call_due')),
+                   (SELECT indisvalid FROM pg_index WHERE indexrelid = 'messenger.ux_realtime_outbox_call_event'::regclass),
+                   ARRAY(SELECT x::text FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x)""").fetchone()
+        if active_index:
+            assert valid == (None, True, ["messenger.ix_call_active"]), \
+                "beside the product's index the deploy must leave no ix_call_due, and the claims read ix_call_active"
+        else:
+            assert valid == (True, True, ["messenger.ix_call_due"]), "the re-run deploy must rebuild the interrupted index, valid"
         calls = product_rows(product)[0]
         longest = max(writer.waits)
         print(f"\nonline deploy onto {CALLS:,} calls and 100,000 outbox rows: sqitch deploy took {deploy_s:.1f} s; "

@@ -2,7 +2,9 @@
 
 The stand-in's partitioned variant plays the service's migration: call_sessions range-partitioned
 by month of started_at with pg_partman, a DEFAULT partition, months made ahead, pg_partman's
-maintenance a pg_cron job of the service's LOGIN role. It lives in a database of its own; the
+maintenance a pg_cron job of the service's LOGIN role; here without the service's index of
+active calls, so that the reaper builds its ix_call_due (beside the product's own it builds
+none: test_index_ownership.py). It lives in a database of its own; the
 reaper is deployed there with --set scheduler=none (pg_cron runs jobs only in
 cron.database_name), and cycles are run by hand. Checked:
 - the deploy is online (a writer on the partitioned table never waits a second for a lock: lock_timeout, never 55P03), puts
@@ -87,7 +89,7 @@ def product(dsn):
     """The partitioned product database, seeded: (connection, its dsn, the instant after seeding,
     its product objects before any deploy)."""
     with psycopg.connect(dsn, autocommit=True) as admin:
-        product_dsn = create_product_database(admin, DB, partitioned=True)
+        product_dsn = create_product_database(admin, DB, partitioned=True, active_index=False)
         with psycopg.connect(product_dsn, autocommit=True) as conn:
             conn.execute(SEED_SQL)
             seeded = conn.execute("SELECT now()").fetchone()[0]

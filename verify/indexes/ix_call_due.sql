@@ -1,6 +1,8 @@
 -- Verify call_timeout_reaper:indexes/ix_call_due on pg
--- It exists and is valid (an interrupted online build leaves an INVALID index that claims cannot
--- use; a partitioned one is valid once every partition's index is attached), and when it is the
+-- The claims have a valid index to read (messenger._call_reaper_claim_indexes): ix_call_due, or
+-- the product's own index of active calls used instead of it (an interrupted online build leaves
+-- an INVALID index that claims cannot use; a partitioned one is valid once every partition's
+-- index is attached), and where ix_call_due is the
 -- reaper's it still has its recorded shape, which names no updated_at (a progress update of an
 -- Answered call stays HOT), and no swap is left half-done (ix_call_due_next).
 
@@ -8,9 +10,12 @@ BEGIN;
 
 DO $$
 BEGIN
-    IF NOT (SELECT i.indisvalid FROM pg_catalog.pg_index AS i
-             WHERE i.indexrelid = 'messenger.ix_call_due'::pg_catalog.regclass) THEN
-        RAISE EXCEPTION 'messenger.ix_call_due is INVALID: run sqitch deploy again to rebuild it';
+    IF NOT EXISTS (SELECT FROM messenger._call_reaper_claim_indexes('messenger.call_sessions')) THEN
+        IF pg_catalog.to_regclass('messenger.ix_call_due') IS NOT NULL THEN
+            RAISE EXCEPTION 'messenger.ix_call_due is INVALID: run sqitch deploy again to rebuild it';
+        END IF;
+        RAISE EXCEPTION 'messenger.call_sessions has no index the claims can read (ix_call_due, or the product''s own on (status, started_at))'
+            USING HINT = 'Where the product dropped its index of active calls: sqitch rebase --onto indexes/ix_call_due^ builds ix_call_due.';
     END IF;
     IF EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
                 WHERE r.change = 'indexes/ix_call_due'
@@ -18,7 +23,9 @@ BEGIN
                           pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name)))) THEN
         RAISE EXCEPTION 'an index recorded as the reaper''s ix_call_due is gone or has another definition: run sqitch deploy again';
     END IF;
-    IF messenger._call_reaper_index_shape('messenger.ix_call_due'::pg_catalog.regclass) LIKE '%updated_at%' THEN
+    IF messenger._call_reaper_index_shape(pg_catalog.to_regclass('messenger.ix_call_due')) LIKE '%updated_at%'
+       AND EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
+                    WHERE (r.index_schema, r.index_name) = ('messenger', 'ix_call_due')) THEN
         RAISE EXCEPTION 'messenger.ix_call_due indexes updated_at: a progress update of an Answered call is not HOT';
     END IF;
     IF pg_catalog.to_regclass('messenger.ix_call_due_next') IS NOT NULL THEN
