@@ -279,6 +279,7 @@ def claim_costs(run: Run, shape: str, ddl: dict, label: str, answered: int, ring
         # As the claim routines run: no sort of a lane; an incremental sort within one started_at.
         c.execute("SET enable_sort = off")
         c.execute("SET enable_incremental_sort = on")
+        c.execute("SET jit = off")
         for status, where in CLAIMS[shape].items():
             sql = f"SELECT s.call_id FROM {T} AS s WHERE {where} LIMIT %(batch)s FOR NO KEY UPDATE SKIP LOCKED"
             p = {"cutoff": by_status(run.phases, status).cutoff, "batch": run.args.batches[0]}
