@@ -3,8 +3,8 @@
 -- statuses a phase closes. It names no column that a progress update writes (updated_at): an
 -- UPDATE of an Answered call that touches only updated_at stays a HOT update, as without the
 -- reaper (the released index keyed on call_due_key(status, started_at, updated_at) made every
--- one of them write an entry into every index of call_sessions). Why so: docs/design.md, "One
--- index of the due rule"; the due rule itself is messenger.call_is_due.
+-- one of them write an entry into every index of call_sessions). Why so: docs/design.md, "The
+-- due rule and its one index"; the due rule itself is messenger.call_is_due.
 --
 -- Not built at all where the product already has an index the claims can read, its own index of
 -- active calls (the service's ix_call_active, (status, started_at) WHERE status IN ('Ringing',
