@@ -324,6 +324,30 @@ def test_the_products_index_of_active_calls_is_used_and_the_reaper_builds_none(c
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
+def test_when_the_service_drops_its_index_verify_says_so_and_the_runbooks_rebase_builds_ix_call_due(conn):
+    """The claims read the service's ix_call_active; a later migration of the service drops it.
+    The cycle still closes due calls (by a slower plan), `sqitch verify` fails naming what is
+    missing, and the runbook's `sqitch rebase --onto indexes/ix_call_due@HEAD^` builds the
+    reaper's own index online, after which verify passes and the claims read it."""
+    db = "idx_adopt_dropped"
+    dsn = product_db(conn, db, False, active_index=True)
+    with psycopg.connect(dsn, autocommit=True) as product:
+        sqitch("deploy", db, *NO_CRON)
+        product.execute("DROP INDEX messenger.ix_call_active")
+        product.execute(DUE_CALLS)
+        assert product.execute(CYCLE).fetchone() == (1, 1)
+        done = sqitch("verify", db, *NO_CRON, check=False)
+        assert done.returncode != 0
+        assert "messenger.call_sessions has no index the claims can read" in done.stdout + done.stderr, done.stdout
+        sqitch("rebase", db, *NO_CRON, "-y", "--onto", "indexes/ix_call_due@HEAD^")
+        sqitch("verify", db, *NO_CRON)
+        assert product.execute("SELECT array_agg(x::text) FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x"
+                               ).fetchone() == (["messenger.ix_call_due"],)
+        assert product.execute("SELECT count(*) FROM messenger.call_reaper_indexes WHERE index_name = 'ix_call_due'"
+                               ).fetchone() == (1,)
+    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_an_upgrade_beside_the_products_index_drops_the_released_due_index_online(conn, partitioned):
     """v1.2.0 built its ix_call_due beside the product's ix_call_active; the upgrade drops it

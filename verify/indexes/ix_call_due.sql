@@ -15,7 +15,7 @@ BEGIN
             RAISE EXCEPTION 'messenger.ix_call_due is INVALID: run sqitch deploy again to rebuild it';
         END IF;
         RAISE EXCEPTION 'messenger.call_sessions has no index the claims can read (ix_call_due, or the product''s own on (status, started_at))'
-            USING HINT = 'Where the product dropped its index of active calls: sqitch rebase --onto indexes/ix_call_due^ builds ix_call_due.';
+            USING HINT = 'Where the product dropped its index of active calls: sqitch rebase --onto indexes/ix_call_due@HEAD^ builds ix_call_due.';
     END IF;
     IF EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
                 WHERE r.change = 'indexes/ix_call_due'
