@@ -16,6 +16,8 @@ Parts (PARTS), each in its own module:
                                the batched bound and the bound (statements.py builds the last
                                three from messenger.call_reaper_phases(), phases.py), in
                                interleaved rounds, with what each cost per call (costs.py)
+  cycle-cost   cyclecost.py    a busy cycle's time at several batch sizes, the reaper's and the batched
+                               bound's, as fixed ms + µs per closed call: where the drain's gap lies
   product      product.py      client connections running live calls' statements at a fixed rate,
                                alone and during a drain; latencies and waits on the reaper's locks
   product-writes productwrites.py
@@ -38,6 +40,7 @@ import time
 import afterdrain
 import contestants
 import costs
+import cyclecost
 import idle
 import idlewal
 import phases
@@ -48,7 +51,7 @@ import report
 import seed
 from common import Run
 
-PARTS = ("idle", "idle-wal", "drain", "product", "product-writes", "after-drain")
+PARTS = ("idle", "idle-wal", "drain", "cycle-cost", "product", "product-writes", "after-drain")
 
 
 def run_all(run: Run) -> dict:
@@ -72,6 +75,8 @@ def run_all(run: Run) -> dict:
             results["idle_wal"] = idlewal.run_idle_wal(run)
         if "drain" in parts:
             results["drains"] = contestants.run_drains(run)
+        if "cycle-cost" in parts:
+            results["cycle_cost"] = cyclecost.run_cycle_cost(run)
         if "product" in parts:
             results["product"] = product.run_product(run)
         if "product-writes" in parts:
@@ -97,6 +102,12 @@ def main() -> None:
                    help="active calls that are not overdue during the drains (LIVE, default 1000)")
     p.add_argument("--batches", type=int_list, default=int_list(env("BATCHES", "200,1000")),
                    help="reaper and peer batch sizes; the first is the goal's (BATCHES, default 200,1000)")
+    p.add_argument("--cycle-batches", type=int_list, default=int_list(env("CYCLE_BATCHES", "1,25,100,200,500")),
+                   help="cycle-cost: batch sizes (CYCLE_BATCHES, default 1,25,100,200,500)")
+    p.add_argument("--cycle-backlog", type=lambda s: int(s.replace("_", "")), default=int(env("CYCLE_BACKLOG", "40000")),
+                   help="cycle-cost: overdue calls seeded before each contestant's cycles (CYCLE_BACKLOG, default 40000)")
+    p.add_argument("--cycle-cycles", type=int, default=int(env("CYCLE_CYCLES", "30")),
+                   help="cycle-cost: timed cycles per batch size, contestant and pass (CYCLE_CYCLES, default 30)")
     p.add_argument("--idle-active", type=int_list, default=int_list(env("IDLE_ACTIVE", "100,10000,100000")),
                    help="live call counts for the idle cycle (IDLE_ACTIVE, default 100,10000,100000)")
     p.add_argument("--idle-history", type=int_list, default=None,

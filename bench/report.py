@@ -12,6 +12,7 @@ import subprocess
 import afterdrain
 import contestants
 import costs
+import cyclecost
 import goals
 import idle
 import idlewal
@@ -50,6 +51,15 @@ def drains(runs: dict[str, list[dict]], args) -> list[str]:
     return lines + _table(["contestant", "runs", "calls/s", "cycles", "ms per cycle", "executor ms per cycle",
                            "vs peer (same batch)", "vs bound", "WAL B/call", "log B/call", "buffers/call",
                            "MultiXacts/call"], rows)
+
+
+def cycle_cost_table(times: dict, args) -> list[str]:
+    batches = sorted(times["reaper"])
+    lines = [(f"A busy cycle's client-side ms by batch size, on {args.cycle_backlog:,} overdue calls reset before each"
+              f" contestant: the median of {args.cycle_cycles} cycles (fewer where the backlog holds fewer), per pass"), ""]
+    rows = [[f"@{b} ({2 * b:,} calls)"] + [" / ".join(f"{x:.2f}" for x in times[n][b]) for n in cyclecost.NAMES]
+            for b in batches]
+    return lines + _table(["batch", *cyclecost.NAMES], rows)
 
 
 def idle_table(rows: list[dict]) -> list[str]:
@@ -156,6 +166,7 @@ def report(results: dict, run, total_s: float) -> str:
     values: dict = {}
     figures: list = []
     parts = (("drains", lambda r: drains(r, args), lambda r: contestants.measured(r, args)),
+             ("cycle_cost", lambda r: cycle_cost_table(r, args), cyclecost.measured),
              ("idle", idle_table, lambda r: idle.measured(r, args.history)),
              ("idle_wal", idle_wal, idlewal.measured),
              ("product", lambda r: product_table(r, args), product.measured),

@@ -1,0 +1,86 @@
+"""A busy cycle's time as fixed ms plus µs per closed call, for the reaper and the batched bound.
+
+The drain's goals compare the two at one batch size; this part says where the gap lies. A line
+through two drains (as the drain part once fitted through @200 and @1000) bends with the larger
+batch's own costs and put the gap per cycle; here each batch size of CYCLE_BATCHES runs
+CYCLE_CYCLES timed cycles of each contestant on a fresh CYCLE_BACKLOG of overdue calls (half of
+each phase, so every cycle's batch is full), in two passes of opposite order, and a
+least-squares line goes through the medians. Both contestants close 2 x batch calls a cycle.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import seed
+import statements as st
+from common import CYCLE_SQL, Run, cycle_as_of, log
+
+NAMES = ("reaper", "batched-bound")
+
+
+def _cycles_ms(run: Run, name: str, batch: int, cycles: int) -> float:
+    """The median client-side ms of `cycles` committed cycles, after one untimed cycle (its plans)."""
+    bound_sql = st.close_and_push(run.phases, batched=True)
+    with run.connect(autocommit=True) as c:
+        if name == "reaper":
+            def one() -> int:
+                missed, failed, _ms, locked = c.execute(CYCLE_SQL, (batch, cycle_as_of())).fetchone()
+                if not locked:
+                    sys.exit("bench: the reaper lost its lock to someone else")
+                return missed + failed
+        else:
+            def one() -> int:
+                return c.execute(bound_sql, st.params(run.phases, batch)).fetchone()[0]
+        one()
+        times = []
+        for _ in range(cycles):
+            t0 = time.perf_counter()
+            closed = one()
+            times.append(1000 * (time.perf_counter() - t0))
+            if closed != 2 * batch:
+                sys.exit(f"bench: {name}@{batch} closed {closed} calls in a cycle, not {2 * batch}: CYCLE_BACKLOG is too small")
+    return statistics.median(times)
+
+
+def run_cycle_cost(run: Run) -> dict:
+    """{contestant: {batch: [median ms of each pass]}}."""
+    a = run.args
+    half = a.cycle_backlog // 2
+    times: dict[str, dict[int, list[float]]] = {n: {} for n in NAMES}
+    for p in range(2):
+        for batch in a.cycle_batches:
+            # One untimed cycle and the timed ones, each closing `batch` calls of each phase.
+            cycles = min(a.cycle_cycles, half // batch - 1)
+            if cycles < 3:
+                sys.exit(f"bench: CYCLE_BACKLOG {a.cycle_backlog:,} is too small for batch {batch}")
+            for name in NAMES if p == 0 else reversed(NAMES):
+                seed.reset_recent(run, half, half, a.live)
+                times[name].setdefault(batch, []).append(_cycles_ms(run, name, batch, cycles))
+            log(f"cycle cost @{batch}, pass {p + 1}: " + ", ".join(f"{n} {times[n][batch][-1]:.2f} ms" for n in NAMES))
+    return times
+
+
+def fit(by_batch: dict[int, list[float]]) -> tuple[float, float]:
+    """(fixed ms, µs per closed call): least squares through each batch's median."""
+    xs = [2 * b for b in by_batch]
+    ys = [statistics.median(v) for v in by_batch.values()]
+    slope, intercept = statistics.linear_regression(xs, ys)
+    return intercept, 1000 * slope
+
+
+def measured(times: dict) -> tuple[dict, list]:
+    (rf, rk), (bf, bk) = (fit(times[n]) for n in NAMES)
+    batches = sorted(times["reaper"])
+    ratio = ", ".join(f"@{b} {statistics.median(times['batched-bound'][b]) / statistics.median(times['reaper'][b]):.2f}"
+                      for b in batches)
+    return {}, [
+        ((f"a busy cycle's ms as fixed + µs per closed call (least squares through @{batches[0]}..@{batches[-1]},"
+          " medians of two passes): reaper; batched-bound"),
+         f"{rf:.2f} ms + {rk:.1f} µs; {bf:.2f} ms + {bk:.1f} µs"),
+        ("the reaper's cost above the batched bound's: per cycle; per closed call",
+         f"{rf - bf:+.2f} ms; {rk - bk:+.1f} µs"),
+        ("reaper / batched-bound by batch size (cycle time, inverted)", ratio),
+    ]
