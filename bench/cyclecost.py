@@ -23,7 +23,6 @@ NAMES = ("reaper", "batched-bound")
 
 def _cycles_ms(run: Run, name: str, batch: int, cycles: int) -> float:
     """The median client-side ms of `cycles` committed cycles, after one untimed cycle (its plans)."""
-    bound_sql = st.close_and_push(run.phases, batched=True)
     with run.connect(autocommit=True) as c:
         if name == "reaper":
             def one() -> int:
@@ -32,6 +31,8 @@ def _cycles_ms(run: Run, name: str, batch: int, cycles: int) -> float:
                     sys.exit("bench: the reaper lost its lock to someone else")
                 return missed + failed
         else:
+            bound_sql = st.close_and_push(run.phases, batched=True)
+
             def one() -> int:
                 return c.execute(bound_sql, st.params(run.phases, batch)).fetchone()[0]
         one()
