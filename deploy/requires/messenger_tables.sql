@@ -14,14 +14,11 @@
 --     scheduler=none (no pg_cron jobs) is not combined with cron_database=NAME (the
 --     cross-database mode, which schedules them in NAME): 22023 for either.
 -- Then, the check passed, it records in messenger.call_reaper_found (the deploying role's table,
--- no grant to anyone) what the later released scripts overwrite on objects that are not the
+-- no grant to anyone) what the later scripts overwrite on objects that are not the
 -- reaper's: for each of the reaper's four role names, whether the role exists, its ACL entries on
 -- schemas messenger and cron, call_sessions, realtime_outbox, their columns and sequences, and
 -- its settings (for every database and for this one). The reverts give those back
--- (README, "Deploy into an existing database"). Edited after its release, as the one
--- exception tests/released-deploy.sha256 names: a database that ran the released file never
--- runs it again and has no snapshot (its reverts do what they did); a fresh deploy makes the
--- same objects plus this table.
+-- (README, "Deploy into an existing database").
 -- No transaction of its own: the check is read-only and takes no lock a writer waits for, the
 -- snapshot is one statement, and verify/requires/messenger_tables.sql includes this file to run
 -- the same check (call_reaper_check_only: without the snapshot).
@@ -156,7 +153,7 @@ BEGIN
 END
 $$;
 
--- What the later released scripts overwrite on objects that are not the reaper's, found before
+-- What the later scripts overwrite on objects that are not the reaper's, found before
 -- any of them runs (verify/requires/messenger_tables.sql sets call_reaper_check_only and stops
 -- at the check above). One statement, so it is taken whole or not at all.
 \if :{?call_reaper_check_only}
