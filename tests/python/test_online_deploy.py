@@ -105,7 +105,10 @@ def test_deploy_onto_a_million_calls_under_a_live_writer(conn, active_index):
         assert writer.error is None, f"the writer failed: {writer.error!r}"
 
         sqitch("verify", db, "--set", "scheduler=none")
-        events = product.execute("SELECT event, name FROM index_events ORDER BY at").fetchall()
+        # pg_temp: the scratch index the deploy builds on an empty temporary copy of a table's
+        # columns to learn how this server spells a definition; never on the product.
+        events = product.execute("SELECT event, name FROM index_events"
+                                 " WHERE name NOT LIKE 'pg\\_temp.%' ORDER BY at").fetchall()
         created = [name for event, name in events if event == "created"]
         assert sorted(created) == ([f"messenger.{interrupted}"] if active_index else
                                    ["messenger.ix_call_due", "messenger.ux_realtime_outbox_call_event"]), events
