@@ -2,12 +2,11 @@
 -- Schedules the pg_cron job messenger-call-timeout-reaper, run as messenger_call_reaper (never
 -- a superuser), CALLing messenger.run_call_reaper_ticks() in THIS database, and records it in
 -- messenger.call_reaper_cron_jobs. Where pg_cron keeps it:
---   * scheduler=pg_cron (the default): here; this database must be cron.database_name (the
---     released script, run first on a fresh deploy, refuses any other). cron.schedule.
---   * --set scheduler=none --set cron_database=NAME: in NAME (cron.database_name, e.g. postgres),
---     through cron.schedule_in_database(..., database => this one). scheduler=none keeps the
---     released scripts, which know only the first way, from running. psql \connects to NAME with
---     the same host, port and user, schedules there in a transaction of its own and comes back to
+--   * cron_database=none (the default): here; this database must be cron.database_name (any
+--     other is refused with 55000, its HINT naming the cross-database mode). cron.schedule.
+--   * --set cron_database=NAME, the cross-database mode: in NAME (cron.database_name, e.g.
+--     postgres), through cron.schedule_in_database(..., database => this one). psql \connects to
+--     NAME with the same host, port and user, schedules there in a transaction of its own and comes back to
 --     record the job: that step is not atomic with this database's, so it is re-run safe (the
 --     job is scheduled by name, in place, and keeps the name it has).
 -- The schedule, by pg_extension.extversion (of the database holding pg_cron):
@@ -33,7 +32,7 @@
 -- name suffixed with '-<this database>' (docs/design.md, "Scheduling"). Here, where the name is
 -- looked up in cron.job by the SPEC name, another database holding it is refused (55000).
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \echo 'scheduler=none: messenger-call-timeout-reaper is not scheduled; run the reaper from your own scheduler (README)'
 \else
@@ -41,8 +40,8 @@ BEGIN;
 
 -- Facts of this database, for the steps that run in the cron database (psql variables there).
 SELECT pg_catalog.current_database() AS product_database,
-       :'scheduler' = 'none' AS cross_db,
-       CASE WHEN :'scheduler' = 'none' THEN :'cron_database' ELSE pg_catalog.current_database() END AS cron_database,
+       :'cron_database' <> 'none' AS cross_db,
+       CASE WHEN :'cron_database' <> 'none' THEN :'cron_database' ELSE pg_catalog.current_database() END AS cron_database,
        CASE WHEN s.polling_interval < interval '60 seconds'
             THEN format('%s seconds', extract(epoch FROM s.polling_interval)::integer) ELSE '* * * * *' END AS schedule_1_5,
        pg_catalog.set_config('call_reaper.cron_database', :'cron_database', true) AS cron_database_arg
@@ -52,7 +51,7 @@ BEGIN
     IF current_setting('call_reaper.cron_database') = pg_catalog.current_database() THEN
         RAISE EXCEPTION 'cron_database names this database (%)', pg_catalog.current_database()
             USING ERRCODE = '22023',
-                  HINT = 'The jobs of the database that is cron.database_name are scheduled without --set scheduler=none and cron_database.';
+                  HINT = 'The jobs of the database that is cron.database_name are scheduled without --set cron_database.';
     END IF;
 END
 $$;
@@ -116,12 +115,12 @@ BEGIN
     IF v_database IS NULL THEN
         RAISE EXCEPTION 'pg_cron is not loaded by this server'
             USING ERRCODE = '55000',
-                  HINT = 'Set shared_preload_libraries = ''pg_cron'' and cron.database_name, then restart the server.';
+                  HINT = 'Set shared_preload_libraries = ''pg_cron'' and cron.database_name, then restart the server; or sqitch deploy --set scheduler=none to run the reaper from your own scheduler.';
     END IF;
     IF v_database <> current_database() THEN
         RAISE EXCEPTION 'pg_cron keeps its jobs in cron.database_name (%), not %', v_database, current_database()
             USING ERRCODE = '55000',
-                  HINT = pg_catalog.format('sqitch deploy --set scheduler=none --set cron_database=%s schedules them there, to run here (README "Server settings").', v_database);
+                  HINT = pg_catalog.format('Deploy in the cross-database mode: sqitch deploy --set cron_database=%s schedules the jobs there, to run in this database (README "Server settings"). Or --set scheduler=none for no pg_cron jobs.', v_database);
     END IF;
 END
 $$;

@@ -9,7 +9,7 @@
 -- name rule of cron/call_reaper (docs/design.md, "Scheduling"). Purging from another database
 -- reaches the run ledger only: cron.job_run_details is in the cron database.
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 \set job_kind purge

@@ -13,7 +13,7 @@
 -- keeps its loop) until rescheduled: docs/managed-postgresql.md, "pg_cron versions". An extversion
 -- below the installed library's version is scheduled by extversion with a WARNING (as cron/call_reaper).
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 \set job_kind warden

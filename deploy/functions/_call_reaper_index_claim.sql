@@ -10,8 +10,6 @@ BEGIN;
 -- messenger.call_reaper_indexes, so a build that fails or is cancelled is still the reaper's
 -- to drop. Otherwise it returns false, and:
 --   * the index is the reaper's (recorded with this shape): kept;
---   * it carries v1.1.0's comment and has this shape (the released build): recorded, kept,
---     never rebuilt;
 --   * it is the product's, valid, of exactly this shape: used as it is, never recorded (so
 --     never dropped) - not for a partition's index (attach_to), since an index attached to the
 --     reaper's partitioned one is dropped with it;
@@ -64,11 +62,6 @@ BEGIN
                     WHERE (r.index_schema, r.index_name) = (v_schema, p_index) AND r.shape = v_have) THEN
             RETURN false;
         END IF;
-        IF pg_catalog.obj_description(v_index, 'pg_class') LIKE 'Added by call\_timeout\_reaper:%' THEN
-            INSERT INTO messenger.call_reaper_indexes (index_schema, index_name, on_table, change, shape, attach_to)
-            VALUES (v_schema, p_index, p_table::text, p_change, v_want, p_attach_to);
-            RETURN false;
-        END IF;
         IF v_valid AND p_attach_to IS NULL THEN
             RAISE NOTICE '% is the product''s own index of the reaper''s definition: used as it is, never dropped', v_index;
             RETURN false;
@@ -87,6 +80,6 @@ $$;
 REVOKE EXECUTE ON FUNCTION messenger._call_reaper_index_claim(text, regclass, name, text, boolean, name) FROM PUBLIC;
 
 COMMENT ON FUNCTION messenger._call_reaper_index_claim(text, regclass, name, text, boolean, name) IS
-$$Before an index build: true = not there, now recorded in call_reaper_indexes (build it); false = the reaper's already (recorded, or v1.1.0's by its comment and shape) or the product's own of the same shape (used, never dropped); anything else of that name is refused with 55000.$$;
+$$Before an index build: true = not there, now recorded in call_reaper_indexes (build it); false = the reaper's already (recorded with that shape) or the product's own of the same shape (used, never dropped); anything else of that name is refused with 55000.$$;
 
 COMMIT;

@@ -19,7 +19,6 @@ BEGIN;
 -- Locks: the deleted floor rows.
 -- SECURITY DEFINER (owner messenger_call_reaper_owner): a DBA allowed to release quarantined
 -- calls need not hold rights on the floor or the calls. EXECUTE revoked from PUBLIC.
--- CREATE OR REPLACE keeps the released function's owner, grants and the two triggers on it.
 CREATE OR REPLACE FUNCTION messenger._call_reaper_quarantine_released()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -49,5 +48,12 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+REVOKE ALL ON FUNCTION messenger._call_reaper_quarantine_released() FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger._call_reaper_quarantine_released() OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 
 COMMIT;

@@ -27,8 +27,6 @@ BEGIN;
 -- function's statement on every call, while PL/pgSQL keeps the plan for the session;
 -- enable_sort = on because the caller turns sorting off for its claims and this statement must
 -- sort its batch (the outbox rows in due order, see below).
--- Reworked after v1.2.0: the pair's two relations; dropped and created (the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_apply(text, uuid[], timestamptz[], timestamptz[], uuid, timestamptz);
 CREATE FUNCTION messenger._reap_apply(
     p_phase      text,
     p_call_ids   uuid[],

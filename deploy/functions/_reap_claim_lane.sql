@@ -29,11 +29,6 @@ BEGIN;
 -- either way), so the talkers cost it nothing more.
 -- p_calls is the calls relation of the cycle's pair (messenger._reap_pair): messenger.call_sessions
 -- runs the static statement; another relation of its shape runs the same text through EXECUTE.
--- Reworked after v1.2.0: keyed on started_at with the cutoff as a parameter (it was the range's
--- end on call_due_key), and the pair's calls relation; dropped and created (the signature
--- changed, and its OUT parameters).
-DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
-DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer);
 CREATE FUNCTION messenger._reap_claim_lane(
     p_status      text,
     p_cutoff      timestamptz,

@@ -15,10 +15,6 @@ BEGIN;
 -- whole call_sessions (a shard) reads only the rows of calls it holds: another pair's rows are
 -- neither claimed nor deleted as gone by it, and a row whose call left every pair stays until
 -- the default pair runs (the quarantine size in the metrics leaves such rows out).
--- Reworked after v1.2.0: "still due" is messenger.call_is_due (started_at, and updated_at for
--- an Answered call), the rule the other lanes claim by; the pair's calls relation (dropped and
--- created: the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_claim_retries(text, text, timestamptz, timestamptz, integer);
 CREATE FUNCTION messenger._reap_claim_retries(
     p_phase     text,
     p_status    text,

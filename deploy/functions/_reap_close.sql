@@ -22,9 +22,6 @@ BEGIN;
 -- batch position of the first backlog call left so (NULL: none), where the floor must stop.
 -- calls lists every closed call as call_id/caller/callee for the cycle's one log record.
 -- query_canceled is not caught by WHEN OTHERS: cancellation rolls back the cycle.
--- Reworked after v1.2.0: the phase's run in one parameter instead of seven; dropped and created
--- (the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_close(text, uuid, timestamptz, interval, uuid[], timestamptz[], timestamptz[], integer, integer, integer, interval, interval);
 CREATE FUNCTION messenger._reap_close(
     p_run          messenger.call_reaper_phase_run,
     p_ids          uuid[],

@@ -12,9 +12,6 @@ BEGIN;
 -- puts it lower (p_hi_key is no cutoff for updated_at, so due-ness cannot be tested here).
 -- p_calls is the pair's calls relation: messenger.call_sessions runs the static statement,
 -- another relation of its shape (a Citus shard) the same text through EXECUTE, for its own floor.
--- Reworked after v1.2.0: keyed on started_at, ix_call_due's new key, and on the pair's calls
--- relation; dropped and created (the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_first_passed(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean);
 CREATE FUNCTION messenger._reap_first_passed(
     p_status      text,
     p_lo_key      timestamptz,

@@ -19,10 +19,6 @@ BEGIN;
 -- another relation of its shape runs the same walk through EXECUTE; each pair keeps its own
 -- claim floor (keyed by its calls relation and the phase), its VACUUM count its calls relation's.
 -- Why shaped so: docs/design.md, "Claiming".
--- Reworked after v1.2.0: it takes the phase's messenger.call_reaper_phase_run and returns
--- that named row, instead of 6 parameters and 16 OUT parameters. Its callers are PL/pgSQL,
--- which records no dependency on it.
-DROP FUNCTION IF EXISTS messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid);
 CREATE FUNCTION messenger._reap_lanes(p_run messenger.call_reaper_phase_run)
 RETURNS messenger.call_reaper_lanes
 LANGUAGE plpgsql

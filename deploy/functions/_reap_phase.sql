@@ -55,9 +55,6 @@ BEGIN;
 --     the lane;
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
--- Reworked after v1.2.0: one messenger.call_reaper_phase_run instead of 10 parameters; dropped
--- and created (the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_phase(text, uuid, timestamptz, interval, integer, interval, interval, interval, integer, uuid);
 CREATE FUNCTION messenger._reap_phase(
     p_run                messenger.call_reaper_phase_run,
     OUT reaped           integer,

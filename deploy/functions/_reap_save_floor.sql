@@ -47,10 +47,6 @@ BEGIN;
 -- through EXECUTE.
 -- When a floor is trusted: messenger._reap_floor_trusted; a released quarantined call below it
 -- resets it: messenger._call_reaper_quarantine_released. docs/design.md, "The claim floor".
--- Reworked after v1.2.0: it takes the phase's run, lanes and backlog outcome and decides the
--- position, the keeping and the swept flag that _reap_phase decided before and passed in 13
--- parameters; dropped and created (the signature changed).
-DROP FUNCTION IF EXISTS messenger._reap_save_floor(text, timestamptz, uuid, timestamptz, uuid, boolean, boolean, timestamptz, boolean, bigint, bigint, uuid, timestamptz);
 CREATE FUNCTION messenger._reap_save_floor(
     p_run     messenger.call_reaper_phase_run,
     p_lanes   messenger.call_reaper_lanes,

@@ -10,21 +10,19 @@ BEGIN;
 -- key (NULL). So "is this call due at as_of?" is, everywhere:
 --   status = <phase status> AND messenger.call_due_key(status, started_at, updated_at) <= as_of - <timeout>
 -- The key carries no timeout because timeouts are arguments of a cycle, not stored state.
--- ix_call_due indexes (status, call_due_key(...), call_id), so each phase's due calls are one
--- range of one index, oldest due first (pgmq's one `vt` column with one index).
--- LANGUAGE sql, IMMUTABLE, no SET clause: the planner inlines it into a CASE expression, in the
--- index definition and in every query alike, which is how a query matches the index.
+-- The claims walk started_at (ix_call_due) and filter by messenger.call_is_due; this key is what
+-- the preview shows and the close measures its lag from. No index of the reaper's names it: an
+-- index on updated_at would make every progress update of an Answered call non-HOT.
+-- LANGUAGE sql, IMMUTABLE, no SET clause: the planner inlines it into a CASE expression.
 -- status is anyelement because call_sessions is the messenger service's: its status may be
 -- text, varchar or its own enum type, and an enum has no implicit cast to text. Inlined, the
 -- literals take the column's type ('Ringing'::call_status), compared with that type's own
 -- immutable equality; casting an enum to text instead would call enum_out, which is only
 -- STABLE and may not be indexed. A polymorphic body is a string, parsed when inlined: it names
 -- its operator, so no session's search_path can change what an inlined copy computes.
--- EXECUTE stays granted to PUBLIC: every role that writes call_sessions evaluates it through the
--- index (without EXECUTE a session would not inline it and its writes would fail), and it reads
--- nothing but its arguments.
--- Reverting stops (55000) while an index that is not the reaper's uses the function: the v1.1.0
--- revert that follows would drop every index on it. The reaper's own are the index changes'.
+-- EXECUTE stays granted to PUBLIC: it reads nothing but its arguments, and a product index or
+-- view may use it, which is why reverting stops (55000) while an index uses the function
+-- instead of dropping that index with it.
 CREATE OR REPLACE FUNCTION messenger.call_due_key(status anyelement, started_at timestamptz, updated_at timestamptz)
 RETURNS timestamptz
 LANGUAGE sql
@@ -36,6 +34,6 @@ SELECT CASE WHEN status OPERATOR(pg_catalog.=) 'Ringing' THEN started_at
 $$;
 
 COMMENT ON FUNCTION messenger.call_due_key(anyelement, timestamptz, timestamptz) IS
-$$The reaper's due rule: started_at for Ringing calls, updated_at for Answered ones, NULL for terminal calls. A call is due when call_due_key(status, started_at, updated_at) <= as_of - ring_timeout (Ringing) or as_of - stale_timeout (Answered). Indexed by ix_call_due.$$;
+$$The reaper's due rule: started_at for Ringing calls, updated_at for Answered ones, NULL for terminal calls. A call is due when call_due_key(status, started_at, updated_at) <= as_of - ring_timeout (Ringing) or as_of - stale_timeout (Answered). $$;
 
 COMMIT;

@@ -8,7 +8,7 @@ BEGIN;
 -- its jobs up (call_reaper_status, purge_call_reaper_history, the settings guard) and for the
 -- tests: 'reaper' (messenger-call-timeout-reaper, runs the cycles), 'purge'
 -- (messenger-call-reaper-purge, retention) and 'warden' (messenger-call-reaper-warden, the lock
--- warden); NULL for anything else. The cron/ changes of v1.0.0 scheduled the jobs under these
+-- warden); NULL for anything else. The cron/ changes schedule the jobs under these
 -- names; tests/pgtap/scheduled_job.sql holds the schedule to them.
 -- LANGUAGE sql, IMMUTABLE: inlined as a constant. EXECUTE stays granted to PUBLIC: it reads
 -- nothing.

@@ -46,7 +46,6 @@ BEGIN;
 -- Citus (a coordinator whose call_sessions is distributed): the backlog counts run across the
 -- shards as they are; quarantined adds the rows of every worker's quarantine, where the fan-out
 -- keeps them (one connection per worker per scrape, as the owner, which must log in there).
--- Reworked after v1.2.0: the backlog reads the phase table; same row, owner and grant.
 CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
@@ -181,5 +180,13 @@ $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
 $$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
+
+REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
+-- The new owner must be able to create in the schema, which the owner role may not: a grant
+-- for this statement only (a superuser deployer needs none; no other session sees it).
+GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
+ALTER FUNCTION messenger.call_reaper_metrics() OWNER TO messenger_call_reaper_owner;
+REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
+GRANT EXECUTE ON FUNCTION messenger.call_reaper_metrics() TO messenger_call_reaper_monitor;
 
 COMMIT;

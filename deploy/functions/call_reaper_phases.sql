@@ -17,10 +17,6 @@ BEGIN;
 -- Rows are in phase order: the reaper runs ring_timeout first.
 -- LANGUAGE sql, IMMUTABLE, no SET clause: callers' queries inline it as constants. EXECUTE
 -- stays granted to PUBLIC: it reads nothing.
--- Reworked after v1.2.0 with the timeout_setting column: dropped and created again (CREATE OR
--- REPLACE cannot change a row type). The PL/pgSQL routines that read it record no dependency
--- and plan it again on their next call.
-DROP FUNCTION IF EXISTS messenger.call_reaper_phases();
 CREATE FUNCTION messenger.call_reaper_phases()
 RETURNS TABLE (phase text, status text, new_status text, end_reason text, outbox_kind text, recipients text,
                timeout_setting text)

@@ -36,11 +36,8 @@ BEGIN;
 -- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
 -- call_reaper_lock_holder (with the deployer's, as the warden sees it); EXECUTE is revoked from
 -- PUBLIC.
--- Reworked after v1.2.0 with one more OUT column (cron_database), so the function is dropped
--- and created again (CREATE OR REPLACE cannot change a row type); EXECUTE stays revoked from
--- PUBLIC. The job's CALLs in flight are this database's only: another product database of the
+-- The job's CALLs in flight are this database's only: another product database of the
 -- cluster runs a job of the same command as the same role.
-DROP FUNCTION IF EXISTS messenger.call_reaper_status();
 CREATE FUNCTION messenger.call_reaper_status(
     OUT paused              boolean,
     OUT job_scheduled       boolean,

@@ -82,7 +82,5 @@ COMMENT ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) IS
 $$Purges reaper history older than call_reaper_settings.retention (default 7 days): messenger.call_reaper_runs (skipped runs folded into call_reaper_counters.runs_skipped_purged) and the reaper's cron.job_run_details (a run that never started, once a later run ended before the cutoff). Runs hourly from the deployer's pg_cron job messenger-call-reaper-purge. Usage: SELECT * FROM messenger.purge_call_reaper_history();$$;
 
 REVOKE ALL ON FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) FROM PUBLIC;
--- CREATE OR REPLACE keeps the released owner (the owner role): hand it back to the deployer.
-ALTER FUNCTION messenger.purge_call_reaper_history(timestamptz, integer) OWNER TO CURRENT_USER;
 
 COMMIT;

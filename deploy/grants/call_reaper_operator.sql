@@ -23,7 +23,7 @@ GRANT EXECUTE ON FUNCTION messenger.reap_call_timeouts(integer, interval, interv
                           messenger.call_reaper_metrics()
     TO messenger_call_reaper_operator;
 GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz),
-                           messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint)
+                           messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint)
     TO messenger_call_reaper_operator;
 -- Pause and resume set the flag with the caller's rights; the other options stay the
 -- deploying role's (allow_future_as_of above all).

@@ -11,9 +11,9 @@
 --   * A unique index the messenger service already has on exactly these columns (for all
 --     kinds) is the same guarantee: nothing is built.
 --   * messenger._call_reaper_index_claim records the index before its build starts, keeps the
---     reaper's own (v1.1.0's included), uses a product index of this name and definition as the
+--     reaper's own, uses a product index of this name and definition as the
 --     product's (never dropped), and refuses any other (55000).
---   * The comment is v1.1.0's mark, which that release's revert looks for.
+--   * The comment tells a DBA reading \d+ whose index it is; ownership is the record's.
 
 \set definition '(kind, reference_id, target_id) WHERE kind IN (''CallMissed'', ''CallEnded'')'
 

@@ -27,16 +27,6 @@ BEGIN;
 -- SECURITY INVOKER with no SET clause, or its COMMIT would fail; run it with CALL outside a
 -- transaction block. Your session's statement_timeout covers the whole CALL. A role that is not
 -- a superuser needs EXECUTE on messenger._reap_cycle as well.
--- A new parameter is a new signature: the released one goes, and whatever EXECUTE it was granted
--- (grants/call_reaper_operator's, a DBA's own) is carried over to this one.
-CREATE TEMPORARY TABLE drain_call_timeouts_grants ON COMMIT DROP AS
-SELECT x.grantee::pg_catalog.regrole::text AS grantee, x.is_grantable
-  FROM pg_catalog.pg_proc AS p CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS x
- WHERE p.oid = pg_catalog.to_regprocedure('messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint)')
-   AND x.privilege_type = 'EXECUTE' AND x.grantee <> 0 AND x.grantee <> p.proowner;
-
-DROP PROCEDURE IF EXISTS messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint);
-
 CREATE PROCEDURE messenger.drain_call_timeouts(
     max_cycles      integer     DEFAULT 1000,
     batch_size      integer     DEFAULT NULL,
@@ -100,10 +90,5 @@ COMMENT ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, i
 $$Catch-up: runs reaper cycles with a COMMIT after each while claimable overdue calls remain (stops when a cycle closed, poisoned and deferred nothing, after max_cycles, or when a cycle fails). Returns cycles, missed, failed. duty_cycle (0, 1], default 1, is the share of wall time it may run: after each cycle it sleeps (1 - duty_cycle) / duty_cycle times that cycle's wall time. Usage: CALL messenger.drain_call_timeouts(); or CALL messenger.drain_call_timeouts(max_cycles => 50, batch_size => 1000); politely: CALL messenger.drain_call_timeouts(duty_cycle => 0.5);$$;
 
 REVOKE ALL ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint) FROM PUBLIC;
-
--- The EXECUTE grants remembered above, given back to this signature (\gexec runs each GRANT).
-SELECT pg_catalog.format('GRANT EXECUTE ON PROCEDURE messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint) TO %s%s',
-                         g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
-  FROM pg_temp.drain_call_timeouts_grants AS g \gexec
 
 COMMIT;

@@ -17,16 +17,10 @@
 --     grants it CREATE for its ALTER ... OWNER and revokes it again, which would take away a
 --     grant the reaper never made (and a role that can create in the product's schema is not
 --     the least-privileged owner the SECURITY DEFINER routines rely on).
--- The Citus exception is an edit of the released script (tests/released-deploy.sha256): a
--- database that ran it never runs it again, and a fresh deploy or a verify on a Citus
--- coordinator whose owner already logs in (a second database of the cluster, a redeploy) must
--- pass, which a rework planned after it could not make true.
--- Planned first after @v1.1.0: on an upgrade it runs before any change of this release grants
--- or revokes anything, so a refusal leaves the database exactly as it was. On a fresh deploy
--- the released changes before it have already run (they created the missing roles, with their
--- marker, and adopted the others as v1.1.0 did); a refusal then makes Sqitch revert them, and
--- what they did to an adopted role that their reverts do not undo is listed in docs/design.md
--- ("Adopted roles and the released scripts").
+-- The Citus exception: in a database with the citus extension the owner may LOGIN, which the
+-- fan-out needs (a second database of the cluster, a redeploy, a verify must pass there).
+-- Planned right after the role changes and before any change grants or revokes anything, so a
+-- refusal has Sqitch revert only what those created (docs/design.md, "Adopted roles").
 -- No transaction of its own: it is read-only, and verify/requires/call_reaper_roles.sql
 -- includes it to run the same check.
 

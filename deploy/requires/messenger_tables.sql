@@ -10,21 +10,21 @@
 --     it), so a closure touches one call;
 --   * no NOT NULL column of realtime_outbox that the reaper's INSERT leaves to a default
 --     without having one, and no generated column among those the reaper writes;
---   * the scheduler variable is pg_cron or none (sqitch deploy --set scheduler=none).
+--   * the scheduler variable is pg_cron or none (sqitch deploy --set scheduler=none), and
+--     scheduler=none (no pg_cron jobs) is not combined with cron_database=NAME (the
+--     cross-database mode, which schedules them in NAME): 22023 for either.
 -- Then, the check passed, it records in messenger.call_reaper_found (the deploying role's table,
--- no grant to anyone) what the later released scripts overwrite on objects that are not the
+-- no grant to anyone) what the later scripts overwrite on objects that are not the
 -- reaper's: for each of the reaper's four role names, whether the role exists, its ACL entries on
 -- schemas messenger and cron, call_sessions, realtime_outbox, their columns and sequences, and
 -- its settings (for every database and for this one). The reverts give those back
--- (README, "Deploy into an existing database"). Edited after its release, as the one
--- exception tests/released-deploy.sha256 names: a database that ran the released file never
--- runs it again and has no snapshot (its reverts do what they did); a fresh deploy makes the
--- same objects plus this table.
+-- (README, "Deploy into an existing database").
 -- No transaction of its own: the check is read-only and takes no lock a writer waits for, the
 -- snapshot is one statement, and verify/requires/messenger_tables.sql includes this file to run
 -- the same check (call_reaper_check_only: without the snapshot).
 
-SELECT pg_catalog.set_config('call_reaper.scheduler', :'scheduler', false) AS scheduler_checked \gset
+SELECT pg_catalog.set_config('call_reaper.scheduler', :'scheduler', false) AS scheduler_checked,
+       pg_catalog.set_config('call_reaper.cron_database', :'cron_database', false) AS cron_database_checked \gset
 
 DO $$
 DECLARE
@@ -35,6 +35,11 @@ BEGIN
         RAISE EXCEPTION 'scheduler must be pg_cron or none, got %', current_setting('call_reaper.scheduler')
             USING ERRCODE = '22023',
                   HINT = 'sqitch deploy --set scheduler=none installs everything but the pg_cron jobs.';
+    END IF;
+    IF current_setting('call_reaper.scheduler') = 'none' AND current_setting('call_reaper.cron_database') <> 'none' THEN
+        RAISE EXCEPTION 'scheduler=none schedules no job, cron_database=% schedules them in %: choose one', current_setting('call_reaper.cron_database'), current_setting('call_reaper.cron_database')
+            USING ERRCODE = '22023',
+                  HINT = pg_catalog.format('The cross-database mode is sqitch deploy --set cron_database=%s alone; sqitch deploy --set scheduler=none alone installs no pg_cron job.', current_setting('call_reaper.cron_database'));
     END IF;
 
     IF pg_catalog.to_regnamespace('messenger') IS NULL THEN
@@ -148,7 +153,7 @@ BEGIN
 END
 $$;
 
--- What the later released scripts overwrite on objects that are not the reaper's, found before
+-- What the later scripts overwrite on objects that are not the reaper's, found before
 -- any of them runs (verify/requires/messenger_tables.sql sets call_reaper_check_only and stops
 -- at the check above). One statement, so it is taken whole or not at all.
 \if :{?call_reaper_check_only}

@@ -1,4 +1,7 @@
 -- Revert call_timeout_reaper:functions/_reap_cycle from pg
--- Back to the v1.2.0 routine (same signature): its own deploy script replaces this one.
 
-\ir ../../deploy/functions/_reap_cycle@v1.2.0.sql
+BEGIN;
+
+DROP FUNCTION IF EXISTS messenger._reap_cycle(integer, interval, interval, timestamptz, uuid);
+
+COMMIT;

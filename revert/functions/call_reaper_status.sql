@@ -1,4 +1,7 @@
 -- Revert call_timeout_reaper:functions/call_reaper_status from pg
--- The released definition (it drops this one's row type first).
 
-\ir ../../deploy/functions/call_reaper_status@v1.2.0.sql
+BEGIN;
+
+DROP FUNCTION IF EXISTS messenger.call_reaper_status();
+
+COMMIT;

@@ -1,4 +1,7 @@
 -- Revert call_timeout_reaper:functions/reap_call_timeouts from pg
--- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
 
-\ir ../../deploy/functions/reap_call_timeouts@v1.0.0.sql
+BEGIN;
+
+DROP FUNCTION IF EXISTS messenger.reap_call_timeouts(integer, interval, interval, timestamptz);
+
+COMMIT;

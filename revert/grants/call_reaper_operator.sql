@@ -13,7 +13,7 @@ REVOKE EXECUTE ON FUNCTION messenger.reap_call_timeouts(integer, interval, inter
                           messenger.call_reaper_metrics()
     FROM messenger_call_reaper_operator;
 REVOKE EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz),
-                            messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, integer, bigint, bigint)
+                            messenger.drain_call_timeouts(integer, integer, interval, interval, timestamptz, real, integer, bigint, bigint)
     FROM messenger_call_reaper_operator;
 REVOKE ALL ON messenger.call_reaper_settings, messenger.call_reaper_runs, messenger.call_reaper_lock_takeovers,
               messenger.call_reaper_quarantine

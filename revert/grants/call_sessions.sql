@@ -1,6 +1,5 @@
 -- Revert call_timeout_reaper:grants/call_sessions from pg
--- Edited after its release, only to leave more of the product as it was (README, "Changing the
--- schema"): what the reaper never grants is the product's and stays. SELECT held WITH GRANT
+-- What the reaper never grants is the product's and stays. SELECT held WITH GRANT
 -- OPTION is kept; a table-level REVOKE SELECT also takes every column's SELECT, so the owner
 -- role's column SELECTs (never the reaper's) are given back.
 

@@ -1,8 +1,18 @@
 -- Revert call_timeout_reaper:indexes/ux_realtime_outbox_call_event from pg
--- Back to v1.1.0's index: the reaper's valid ux_realtime_outbox_call_event stays, with v1.1.0's
--- comment (that release's revert, next in a full revert, drops it); a product's index of the name
--- or on the same columns was never recorded and stays too. The outbox rows stay, the ones the
--- reaper wrote included: they are pushes still to be delivered.
--- No transaction: an unfinished build of the reaper's goes with DROP INDEX CONCURRENTLY.
+-- Drops the reaper's ux_realtime_outbox_call_event, owned by record: only an index
+-- messenger.call_reaper_indexes lists as this change's and that still has its recorded shape (a
+-- product index of the name, or an equivalent unique index the deploy found, stays), with what
+-- an interrupted build left.
+-- No transaction: DROP INDEX CONCURRENTLY cannot run in one.
 
 SELECT l.drop_statement, l.forget_statement FROM messenger._call_reaper_index_leftovers() AS l \gexec
+
+SELECT pg_catalog.format('DROP INDEX CONCURRENTLY %I.%I', r.index_schema, r.index_name)
+  FROM messenger.call_reaper_indexes AS r
+ WHERE r.change = 'indexes/ux_realtime_outbox_call_event'
+   AND r.shape = messenger._call_reaper_index_shape(
+           pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name))) \gexec
+
+DELETE FROM messenger.call_reaper_indexes AS r
+ WHERE r.change = 'indexes/ux_realtime_outbox_call_event'
+   AND pg_catalog.to_regclass(pg_catalog.format('%I.%I', r.index_schema, r.index_name)) IS NULL;

@@ -6,11 +6,9 @@
 -- schemas messenger and cron, the two tables, their columns and sequences that is missing now is
 -- granted again by its grantor, and each role setting found (for every database and for this
 -- one) is set back, or reset when the role had none of the timeouts the deploy sets. Then the
--- snapshot goes. A database deployed before the snapshot was added has none: nothing is given
--- back and the revert does what it did. A snapshot the reverting role does not own (and no
+-- snapshot goes. Without a snapshot (a deploy stopped before it was taken) nothing is given
+-- back. A snapshot the reverting role does not own (and no
 -- superuser does) is not trusted: the schema's owner could have put one there.
--- Edited after its release, only to leave more of the product as it was (README, "Changing
--- the schema").
 
 BEGIN;
 

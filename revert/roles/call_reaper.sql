@@ -3,8 +3,7 @@
 -- marker in its comment, see deploy): a role that existed before was adopted and is kept, with
 -- only this deploy's grant revoked (the rest went with the objects already reverted). DROP
 -- OWNED BY acts on this database only; a role still used by another database is kept.
--- Edited after its release, only to leave more of the product as it was (README, "Changing
--- the schema"): a grant the reaper could not have made stays, and a role the deploy's snapshot
+-- A grant the reaper could not have made stays, and a role the deploy's snapshot
 -- (messenger.call_reaper_found) found is kept.
 
 BEGIN;

@@ -4,8 +4,7 @@
 -- only the grant this deploy recorded in messenger.call_reaper_footprint revoked (the rest went
 -- with the objects already reverted). DROP OWNED BY acts on this database only; a role still
 -- used by another database is kept.
--- Edited after its release, only to leave more of the product as it was (README, "Changing
--- the schema"): a role the deploy's snapshot found is kept.
+-- A role the deploy's snapshot found is kept.
 
 BEGIN;
 

@@ -1,9 +1,6 @@
 -- Revert call_timeout_reaper:tables/call_sessions_autovacuum from pg
 -- Resets each option the deploy recorded as the reaper's and that still holds the reaper's
--- value, once the messenger service has changed (or reset) the other one: a value the service
--- set stays, and the reaper's other one goes with the reaper. While both are still the reaper's
--- this leaves them to the released revert that runs next (tables/call_sessions_autovacuum@v1.0.0
--- resets both then), so that a revert --to @v1.1.0 leaves that release as it was.
+-- value: a value the messenger service set since stays, the reaper's goes with the reaper.
 
 BEGIN;
 
@@ -15,14 +12,12 @@ DECLARE
                           WHERE c.oid = 'messenger.call_sessions'::pg_catalog.regclass AND c.relkind = 'r');
     v_reset   text;
 BEGIN
-    IF pg_catalog.cardinality(v_ours) > 0 AND NOT coalesce(v_options @> v_ours, true) THEN
-        SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o.option, '=', 1)), ', ')
-          INTO v_reset
-          FROM pg_catalog.unnest(v_ours) AS o (option)
-         WHERE o.option = ANY (v_options);
-        IF v_reset IS NOT NULL THEN
-            EXECUTE pg_catalog.format('ALTER TABLE messenger.call_sessions RESET (%s)', v_reset);
-        END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o.option, '=', 1)), ', ')
+      INTO v_reset
+      FROM pg_catalog.unnest(v_ours) AS o (option)
+     WHERE o.option = ANY (v_options);
+    IF v_reset IS NOT NULL THEN
+        EXECUTE pg_catalog.format('ALTER TABLE messenger.call_sessions RESET (%s)', v_reset);
     END IF;
     DELETE FROM messenger.call_reaper_footprint
      WHERE kind = 'reloption' AND target = 'TABLE messenger.call_sessions';

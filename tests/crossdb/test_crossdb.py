@@ -6,6 +6,8 @@ cron.database_name = postgres (Azure's default, Supabase's fixed value), before 
 database exists. Everything is deployed, run and reverted by a role that is not a superuser, as
 on those services: CREATEROLE, membership in the tables' owner, pg_signal_backend, USAGE on
 schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In order:
+0. a plain deploy (no cron_database) is refused with a hint that spells the cross-database mode,
+   and scheduler=none beside cron_database is refused (22023); neither leaves anything;
 1. without the one grant of README "Server settings" (EXECUTE on cron.schedule_in_database
    WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
 2. with it, each product database deploys and verifies from itself; pg_cron keeps the jobs in
@@ -43,7 +45,7 @@ CRON_DB = "postgres"
 FIRST, SECOND = "messenger", "messenger_eu"
 DEPLOYER = "reaper_deployer"
 PASSWORD = "managed-admin"          # this throwaway cluster only
-CROSS_DB = ("--set", "scheduler=none", "--set", f"cron_database={CRON_DB}")
+CROSS_DB = ("--set", f"cron_database={CRON_DB}")
 SCHEDULE_IN_DATABASE = "cron.schedule_in_database(text,text,text,text,text,boolean)"
 MINUTE_AND_A_TICK = 80.0            # pg_cron 1.4 starts the jobs at each minute
 # pg_cron 1.4's launcher writes a background worker's end into cron.job_run_details when it wakes
@@ -102,6 +104,25 @@ def cron():
         yield conn
 
 
+def test_a_plain_deploy_is_refused_with_a_hint_naming_the_cross_database_mode(cron):
+    # As the suite's superuser, who may read cron.database_name: the check that names the mode.
+    done = sqitch("deploy", FIRST, check=False)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, "a deploy without cron_database into a database that is not pg_cron's must be refused"
+    assert "pg_cron keeps its jobs in cron.database_name (postgres), not messenger" in out, out
+    assert f"sqitch deploy --set cron_database={CRON_DB} schedules the jobs there" in out, out
+    # scheduler=none means no jobs: beside cron_database, which schedules them, it is refused.
+    done = sqitch("deploy", FIRST, "--set", "scheduler=none", *CROSS_DB, check=False)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "scheduler=none schedules no job" in out, out
+    assert f"The cross-database mode is sqitch deploy --set cron_database={CRON_DB} alone" in out, out
+    assert jobs_of(cron, FIRST) == set()
+    with psycopg.connect("", dbname=FIRST, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'reap_call_timeouts'").fetchone() == (0,)
+        # The registry the superuser's attempts made: the deployer's own deploys make theirs.
+        conn.execute("DROP SCHEMA sqitch CASCADE")
+
+
 def test_without_the_grant_the_deploy_is_refused_naming_it_and_leaves_nothing(cron):
     done = sqitch("deploy", FIRST, *CROSS_DB, env=deployer_env(), check=False)
     assert done.returncode != 0, "the deploy must refuse a deployer without EXECUTE on cron.schedule_in_database"
@@ -128,7 +149,7 @@ def test_each_product_database_keeps_its_jobs_in_the_cron_database(cron):
     # the cron database's had committed) keeps the names and the job ids.
     ids = cron.execute("SELECT jobid, jobname, database FROM cron.job ORDER BY jobid").fetchall()
     for change in ("call_reaper", "call_reaper_purge", "call_reaper_warden"):
-        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "scheduler=none",
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "scheduler=pg_cron",
                         "-v", f"cron_database={CRON_DB}", "-d", SECOND,
                         "-f", str(ROOT / "deploy" / "cron" / f"{change}.sql")],
                        env=deployer_env(), cwd=ROOT, check=True, capture_output=True)

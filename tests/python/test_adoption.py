@@ -293,15 +293,16 @@ def test_roles_it_would_not_create_are_refused_line_by_line_and_nothing_changes(
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
-def test_an_upgrade_refuses_an_owner_role_that_may_create_in_messenger_and_keeps_that_grant(conn):
+def test_a_deploy_resumed_after_the_owner_role_may_create_in_messenger_is_refused_and_keeps_that_grant(conn):
     """Every routine change grants the owner role CREATE on messenger for its ALTER ... OWNER and
-    revokes it: on a v1.1.0 database where the service has granted that since, the next release
-    is refused before it revokes a grant the reaper never made."""
-    db = "adopt_upgrade_create"
+    revokes it: a database deployed part way (up to the roles), where the service has granted
+    that since, is refused by requires/call_reaper_roles before a later change revokes a grant
+    the reaper never made."""
+    db = "adopt_resumed_create"
     dsn = create_product_database(conn, db, "text")
     create = f"SELECT has_schema_privilege('{OWNER_ROLE}', 'messenger', 'CREATE')"
     with psycopg.connect(dsn, autocommit=True) as product:
-        sqitch("deploy", db, "--to", "@v1.1.0", *NO_CRON)
+        sqitch("deploy", db, "--to", "requires/call_reaper_roles^", *NO_CRON)
         product.execute(f"GRANT CREATE ON SCHEMA messenger TO {OWNER_ROLE}")
         objects_before = product_objects(product)
         done = sqitch("deploy", db, *NO_CRON, check=False)

@@ -4,11 +4,9 @@ the locks it takes on the product's tables queue no writer for long.
 Each test makes a database with the messenger service's stand-in tables (tests/python/
 adoption_support.py), optionally turns call_sessions into a simple declaratively partitioned
 table (three monthly partitions and a default, as a service's own migration would), and runs
-sqitch as a DBA would (--set scheduler=none). Fresh deploys run v1.1.0's index changes first
-(Sqitch's rework keeps them in the plan); the reworked changes build only what v1.1.0 did not
-leave, so the tests that cancel a reworked build deploy @v1.1.0 and drop its index first: a
-v1.1.0 database whose index the service's own migration took away (it re-created the table).
-The fresh-deploy tests stop the released builds themselves.
+sqitch as a DBA would (--set scheduler=none). A stopped build is stopped in a fresh deploy:
+Sqitch then reverts the changes before it, and the first of them that can tell the build's
+leftover from the product's (functions/_call_reaper_index_leftovers) drops it.
 """
 
 from __future__ import annotations
@@ -105,14 +103,6 @@ def deployed_changes(conn: psycopg.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT change FROM sqitch.changes ORDER BY committed_at, change")]
 
 
-def release_without(conn: psycopg.Connection, db: str, index: str) -> None:
-    """v1.1.0 deployed, then its `index` gone (the service re-created its table, say)."""
-    sqitch("deploy", db, *NO_CRON, "--to", "@v1.1.0")
-    partitioned = conn.execute("SELECT relkind = 'I' FROM pg_class WHERE oid = %s::regclass",
-                               (f"messenger.{index}",)).fetchone()[0]
-    conn.execute(f"DROP INDEX {'' if partitioned else 'CONCURRENTLY'} messenger.{index}")
-
-
 def wait_for(conn: psycopg.Connection, query: str, params: tuple = (), timeout: float = 30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -170,9 +160,7 @@ def test_a_build_stopped_at_any_wait_leaves_nothing_and_the_next_deploy_builds_i
     db = "idx_stopped"
     dsn = product_db(conn, db, partitioned)
     with psycopg.connect(dsn, autocommit=True) as product:
-        release_without(product, db, index)
         indexes_before = table_indexes(product)
-        changes_before = deployed_changes(product)
         # On the partitioned table the second partition's build is stopped: the first one's is
         # built and attached by then, the parent's ON ONLY index exists, the third is recorded.
         relation = {"ux_realtime_outbox_call_event": "messenger.realtime_outbox"}.get(
@@ -185,7 +173,7 @@ def test_a_build_stopped_at_any_wait_leaves_nothing_and_the_next_deploy_builds_i
         assert "Reverting" in done.stdout, done.stdout
         assert table_indexes(product) == indexes_before, \
             f"the failed deploy left something on the product's tables\n{done.stdout}"
-        assert deployed_changes(product) == changes_before
+        assert deployed_changes(product) == []
         assert product.execute("SELECT to_regclass('messenger.call_reaper_indexes')").fetchone() == (None,)
 
         sqitch("deploy", db, *NO_CRON)
@@ -200,11 +188,10 @@ FRESH_CASES = [(False, WAITS[0], "cancel"), (True, WAITS[2], "terminate")]
 
 
 @pytest.mark.parametrize("partitioned,wait,how", FRESH_CASES)
-def test_a_fresh_deploy_whose_released_outbox_build_is_stopped_leaves_nothing(conn, partitioned, wait, how):
-    """On a fresh deploy the outbox index is first built by v1.1.0's script, which writes no
-    record and marks the index only once built: stopped, it leaves an INVALID index that only
-    its definition tells from a product's. Sqitch then reverts the changes before it, the
-    released ix_call_due first, whose revert must drop it."""
+def test_a_fresh_deploy_whose_outbox_build_is_stopped_leaves_nothing(conn, partitioned, wait, how):
+    """On a partitioned call_sessions too (the changes reverted before the leftover is dropped
+    include ix_call_due's parts on every partition): stopped, the outbox build leaves an INVALID
+    index, recorded, that the revert of functions/_call_reaper_index_leftovers drops."""
     db = "idx_fresh_stopped"
     dsn = product_db(conn, db, partitioned)
     with psycopg.connect(dsn, autocommit=True) as product:
@@ -271,16 +258,17 @@ def test_revert_refuses_while_a_product_index_uses_call_due_key(conn):
         assert done.returncode != 0
         assert "messenger.call_due_key is used by an index that is not the reaper's: messenger.product_due" in out, out
         # It stopped at functions/call_due_key: the changes after it stay reverted, among them
-        # ix_call_due's swap (back to the released shape); every other index is as it was.
-        assert [d for d in table_indexes(product) if " ix_call_due " not in d] == \
-            [d for d in indexes_before if " ix_call_due " not in d]
-        assert "call_due_key" in product.execute(DUE_SHAPE).fetchone()[0]
+        # the reaper's two indexes (dropped); every other index is as it was.
+        ours = (" ix_call_due ", " ux_realtime_outbox_call_event ")
+        assert [d for d in table_indexes(product) if not any(o in d for o in ours)] == \
+            [d for d in indexes_before if not any(o in d for o in ours)]
+        assert product.execute("SELECT to_regclass('messenger.ix_call_due'),"
+                               " to_regclass('messenger.ux_realtime_outbox_call_event')").fetchone() == (None, None)
         product.execute("DROP INDEX messenger.product_due")
         sqitch("revert", db, "-y")
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
-DUE_SHAPE = "SELECT pg_get_indexdef('messenger.ix_call_due'::regclass)"  # v1.1.0 has no shape function
 
 # A due call of each phase, and the cycle that closes them, as the claims' index walk finds them.
 DUE_CALLS = """
@@ -327,7 +315,7 @@ def test_the_products_index_of_active_calls_is_used_and_the_reaper_builds_none(c
 def test_when_the_service_drops_its_index_verify_says_so_and_the_runbooks_rebase_builds_ix_call_due(conn):
     """The claims read the service's ix_call_active; a later migration of the service drops it.
     The cycle still closes due calls (by a slower plan), `sqitch verify` fails naming what is
-    missing, and the runbook's `sqitch rebase --onto indexes/ix_call_due@HEAD^` builds the
+    missing, and the runbook's `sqitch rebase --onto 'indexes/ix_call_due^'` builds the
     reaper's own index online, after which verify passes and the claims read it."""
     db = "idx_adopt_dropped"
     dsn = product_db(conn, db, False, active_index=True)
@@ -339,7 +327,7 @@ def test_when_the_service_drops_its_index_verify_says_so_and_the_runbooks_rebase
         done = sqitch("verify", db, *NO_CRON, check=False)
         assert done.returncode != 0
         assert "messenger.call_sessions has no index the claims can read" in done.stdout + done.stderr, done.stdout
-        sqitch("rebase", db, *NO_CRON, "-y", "--onto", "indexes/ix_call_due@HEAD^")
+        sqitch("rebase", db, *NO_CRON, "-y", "--onto", "indexes/ix_call_due^")
         sqitch("verify", db, *NO_CRON)
         assert product.execute("SELECT array_agg(x::text) FROM messenger._call_reaper_claim_indexes('messenger.call_sessions') AS x"
                                ).fetchone() == (["messenger.ix_call_due"],)
@@ -348,102 +336,12 @@ def test_when_the_service_drops_its_index_verify_says_so_and_the_runbooks_rebase
     conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
-@pytest.mark.parametrize("partitioned", [False, True])
-def test_an_upgrade_beside_the_products_index_drops_the_released_due_index_online(conn, partitioned):
-    """v1.2.0 built its ix_call_due beside the product's ix_call_active; the upgrade drops it
-    (concurrently, or on a partitioned table in short lock waits) with its records and its
-    partitions' parts, and the claims read the product's index. A revert to v1.2.0 builds the
-    released index again (its routines read call_due_key), and the product's stays as it was."""
-    db = "idx_adopt_upgrade"
-    dsn = product_db(conn, db, partitioned, active_index=True)
-    with psycopg.connect(dsn, autocommit=True) as product:
-        active = product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone()
-        sqitch("deploy", db, *NO_CRON, "--to", "@v1.2.0")
-        released = product.execute(DUE_SHAPE).fetchone()[0]
-        assert "call_due_key" in released, released
-        indexes_released = table_indexes(product)
-        sqitch("deploy", db, *NO_CRON)
-        sqitch("verify", db, *NO_CRON)
-        assert product.execute("SELECT to_regclass('messenger.ix_call_due')").fetchone() == (None,)
-        assert not [d for d in table_indexes(product) if "ix_call_due" in d], table_indexes(product)
-        recorded = [r[0] for r in product.execute("SELECT index_name FROM messenger.call_reaper_indexes ORDER BY 1")]
-        assert recorded == ["ux_realtime_outbox_call_event"], recorded
-        assert product.execute("SELECT 'messenger.ix_call_active'::regclass::oid").fetchone() == active
-        product.execute(DUE_CALLS)
-        assert product.execute(CYCLE).fetchone() == (1, 1)
-        sqitch("revert", db, "-y", "--to", "@v1.2.0")
-        assert product.execute(DUE_SHAPE).fetchone()[0] == released
-        assert table_indexes(product) == indexes_released
-    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
-
-
-@pytest.mark.parametrize("partitioned", [False, True])
-def test_an_upgrade_keeps_the_released_outbox_index_and_swaps_the_due_index_online(conn, partitioned):
-    """v1.1.0's indexes are recorded, not rebuilt; ix_call_due then gets its started_at shape
-    (built beside it as ix_call_due_next, the old one dropped, renamed), and a revert to v1.1.0
-    gives back the released shape the same way."""
-    db = "idx_upgrade"
-    dsn = product_db(conn, db, partitioned)
-    with psycopg.connect(dsn, autocommit=True) as product:
-        sqitch("deploy", db, *NO_CRON, "--to", "@v1.1.0")
-        ux = product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone()
-        released = product.execute(DUE_SHAPE).fetchone()[0]
-        assert "call_due_key" in released, released
-        sqitch("deploy", db, *NO_CRON)
-        sqitch("verify", db, *NO_CRON)
-        assert product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == ux, \
-            "the upgrade rebuilt the released outbox index"
-        shape = product.execute(DUE_SHAPE).fetchone()[0]
-        assert "(status, started_at, call_id)" in shape and "updated_at" not in shape, shape
-        recorded = [r[0] for r in product.execute(
-            "SELECT index_name FROM messenger.call_reaper_indexes WHERE attach_to IS NULL ORDER BY 1")]
-        assert recorded == ["ix_call_due", "ux_realtime_outbox_call_event"]
-        assert product.execute("SELECT to_regclass('messenger.ix_call_due_next')").fetchone() == (None,)
-        if partitioned:
-            parts = sorted(r[0] for r in product.execute(
-                "SELECT index_name FROM messenger.call_reaper_indexes WHERE attach_to = 'ix_call_due'"))
-            assert parts == ["call_sessions_default_ix_call_due", "call_sessions_m0_ix_call_due",
-                             "call_sessions_m1_ix_call_due", "call_sessions_m2_ix_call_due"], parts
-            assert product.execute("SELECT count(*) FROM pg_partition_tree('messenger.ix_call_due')"
-                                   " WHERE isleaf").fetchone() == (4,)
-        sqitch("revert", db, "-y", "--to", "@v1.1.0")
-        assert product.execute(DUE_SHAPE).fetchone()[0] == released
-        assert product.execute("SELECT 'messenger.ux_realtime_outbox_call_event'::regclass::oid").fetchone() == ux
-        assert product.execute("SELECT to_regclass('messenger.ix_call_due_next')").fetchone() == (None,)
-    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
-
-
-@pytest.mark.parametrize("partitioned,wait", [(False, WAITS[1]), (True, WAITS[0])])
-def test_an_upgrade_whose_due_index_swap_is_stopped_leaves_nothing_and_the_next_deploy_finishes(
-        conn, partitioned, wait):
-    """The upgrade's build of ix_call_due_next, cancelled at one of its waits: Sqitch reverts the
-    changes since v1.2.0, the one just before it dropping what the build left; the released
-    ix_call_due is untouched. The next deploy swaps it."""
-    db = "idx_swap_stopped"
-    dsn = product_db(conn, db, partitioned)
-    with psycopg.connect(dsn, autocommit=True) as product:
-        sqitch("deploy", db, *NO_CRON, "--to", "@v1.2.0")
-        indexes_before = table_indexes(product)
-        changes_before = deployed_changes(product)
-        relation = "messenger.call_sessions_m1" if partitioned else "messenger.call_sessions"
-        done = stop_build_at(dsn, db, relation, wait, f"LOCK TABLE {relation} IN ROW EXCLUSIVE MODE", "cancel")
-        assert done.returncode != 0 and "Reverting" in done.stdout, done.stdout
-        assert table_indexes(product) == indexes_before, \
-            f"the stopped swap left something on the product's tables\n{done.stdout}"
-        assert deployed_changes(product) == changes_before
-        sqitch("deploy", db, *NO_CRON)
-        sqitch("verify", db, *NO_CRON)
-        assert "started_at" in product.execute(DUE_SHAPE).fetchone()[0]
-    conn.execute(f"DROP DATABASE {db} WITH (FORCE)")
-
-
 def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
     """A partition detached and kept keeps its part of ix_call_due as a standalone index: the
     deploy's own (<partition>_ix_call_due, recorded) goes with the revert. One PostgreSQL named,
     on a partition made after the deploy, names no reaper function (ix_call_due is (status,
     started_at, call_id)) and was never recorded, so nothing tells it from the service's own
-    index: it stays (README, "Changing the schema"). Nothing else of those tables changes, and
-    the released call_due_key revert no longer finds a part on call_due_key to drop."""
+    index: it stays (README, "Changing the schema"). Nothing else of those tables changes."""
     db = "idx_detached_kept"
     dsn = product_db(conn, db, True)
     on_detached = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index
@@ -541,14 +439,13 @@ def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(
     db = "idx_locks"
     dsn = product_db(conn, db, True, calls=100_000)
     with psycopg.connect(dsn, autocommit=True) as product:
-        release_without(product, db, "ix_call_due")
         deploy = under_product_load(dsn, lambda: sqitch("deploy", db, *NO_CRON))
         sqitch("verify", db, *NO_CRON)
-        revert = under_product_load(dsn, lambda: sqitch("revert", db, "-y", "--to", "@v1.1.0"))
+        revert = under_product_load(dsn, lambda: sqitch("revert", db, "-y", "--to", "indexes/ix_call_due^"))
         calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
     print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"
           f" deploy {deploy[3]:.1f} s, longest writer wait {deploy[0] * 1000:.0f} ms over {deploy[2]} statements;"
-          f" revert --to @v1.1.0 {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
+          f" revert of ix_call_due and after {revert[3]:.1f} s, longest writer wait {revert[0] * 1000:.0f} ms over {revert[2]} statements")
     assert deploy[1] == 0, f"{deploy[1]} writer statements hit lock_timeout = 500ms during the deploy"
     assert revert[1] == 0, f"{revert[1]} writer statements hit lock_timeout = 500ms during the revert"
     assert deploy[2] > 100 and revert[2] > 10
@@ -557,7 +454,7 @@ def test_a_partitioned_deploy_and_revert_queue_no_writer_past_a_short_lock_wait(
 
 
 def test_a_full_revert_of_a_partitioned_deploy_queues_no_writer_past_a_short_lock_wait(conn):
-    """A full revert ends with the released ix_call_due revert, whose partitioned index cannot be
+    """A full revert reaches ix_call_due's revert, whose partitioned index cannot be
     dropped concurrently: its DROP INDEX waits 100 ms at a time for the product's locks. The
     product's hold starts afresh when the outbox index goes (the revert just before), so a plain
     DROP INDEX would queue the writer behind nearly all of a 3 s hold."""
@@ -578,8 +475,8 @@ def test_a_full_revert_of_a_partitioned_deploy_queues_no_writer_past_a_short_loc
 
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_a_stopped_fresh_due_index_build_is_undone_without_queueing_writers(conn, partitioned):
-    """A fresh deploy's released ix_call_due build, stopped (cancelled at its first wait), is
-    undone by the released call_due_key revert, which Sqitch runs next: plain leftovers go
+    """A fresh deploy's ix_call_due build, stopped (cancelled at its first wait), is undone by
+    the revert of functions/_call_reaper_index_leftovers, which Sqitch runs: plain leftovers go
     concurrently, a partitioned parent 100 ms at a time. The product writes meanwhile (lock_timeout
     250 ms) beside a row held 3 s that starts afresh at the cancel."""
     db = "idx_fresh_due_stopped"
@@ -611,16 +508,16 @@ def test_a_stopped_fresh_due_index_build_is_undone_without_queueing_writers(conn
 
 
 def test_a_fresh_partitioned_deploy_queues_no_writer_past_a_short_lock_wait(conn):
-    """A fresh deploy runs the released ix_call_due script first. Its ON ONLY (a SHARE lock on the
+    """A fresh deploy's ix_call_due script: its ON ONLY (a SHARE lock on the
     parent) and its ATTACHes wait 100 ms at a time for the product's locks: the product's 3 s hold
-    starts afresh when call_due_key appears (the change just before), so one long wait would
+    starts afresh when _call_reaper_claim_indexes appears (the change just before), so one long wait would
     queue every writer (lock_timeout 250 ms) behind nearly all of it."""
     db = "idx_fresh_partitioned_locks"
     dsn = product_db(conn, db, True, calls=100_000)
     with psycopg.connect(dsn, autocommit=True) as product:
         deploy = under_product_load(
             dsn, lambda: sqitch("deploy", db, *NO_CRON), lock_timeout="250ms",
-            renew_when="SELECT to_regprocedure('messenger.call_due_key(anyelement, timestamptz, timestamptz)') IS NOT NULL")
+            renew_when="SELECT to_regprocedure('messenger._call_reaper_claim_indexes(regclass)') IS NOT NULL")
         sqitch("verify", db, *NO_CRON)
         calls = product.execute("SELECT count(*) FROM messenger.call_sessions").fetchone()[0]
     print(f"\npartitioned call_sessions, {calls:,} calls, a writer every 10 ms, a row held 3 s in a loop:"

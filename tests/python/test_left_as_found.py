@@ -1,8 +1,8 @@
 """What the reaper's role names held before the deploy, the revert gives back exactly.
 
-The released scripts of v1.0.0 grant the reaper's owner role its table privileges, set the job
-role's timeouts and grant and revoke around every routine change, whether or not the product
-held any of that already; their reverts revoke and reset by name. So the first change
+The deploy scripts grant the reaper's owner role its table privileges, set the job role's
+timeouts and grant and revoke around every routine change, whether or not the product held any
+of that already; their reverts revoke and reset by name. So the first change
 (requires/messenger_tables) finds, after its check, what those role names hold
 (messenger.call_reaper_found), and its revert, the last of a full revert, gives it back. Checked
 on product databases whose reaper roles exist already (the deploy into the pg_cron database made
@@ -13,21 +13,13 @@ setting in that database: tests/managed/test_found_in_cron_database.py):
   setconfig compared);
 - the owner role's CREATE on schema messenger, which every routine change of the deploy revokes,
   is back;
-- a database deployed from the released requires script (no snapshot) reverts as it always did,
-  leaving the product as found;
 - the snapshot is the deploying role's, with no grant to anyone.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-import shutil
-import subprocess
-
 import psycopg
 from adoption_support import (
-    ROOT,
     create_product_database,
     drop_product_database,
     product_objects,
@@ -38,7 +30,6 @@ from adoption_support import (
 from reaper_facts import JOB_ROLE, OWNER_ROLE
 
 NO_CRON = ("--set", "scheduler=none")
-REQUIRES = "deploy/requires/messenger_tables.sql"
 
 
 def test_revert_gives_back_the_grants_and_settings_the_product_gave_the_reaper_roles(conn):
@@ -118,45 +109,4 @@ def test_the_snapshot_is_the_deployers_alone(conn):
         assert product.execute("SELECT count(*) FROM messenger.call_reaper_found").fetchone() == rows
         sqitch("revert", db, "-y")
         assert product.execute("SELECT to_regclass('messenger.call_reaper_found')").fetchone() == (None,)
-    drop_product_database(conn, db)
-
-
-def released_requires_script() -> bytes:
-    """deploy/requires/messenger_tables.sql as released: the version in git history whose sha256
-    is the one tests/released-deploy.sha256 says the file had before its exception."""
-    listing = (ROOT / "tests" / "released-deploy.sha256").read_text()
-    m = re.search(rf"^# exception {re.escape(REQUIRES)} was ([0-9a-f]{{64}}):", listing, re.MULTILINE)
-    assert m, f"no exception line for {REQUIRES}"
-    commits = subprocess.run(["git", "log", "--format=%H", "--", REQUIRES], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout.split()
-    for commit in commits:
-        text = subprocess.run(["git", "show", f"{commit}:{REQUIRES}"], cwd=ROOT,
-                              capture_output=True, check=True).stdout
-        if hashlib.sha256(text).hexdigest() == m.group(1):
-            return text
-    raise AssertionError(f"no commit holds {REQUIRES} with sha256 {m.group(1)}")
-
-
-def test_a_database_deployed_before_the_snapshot_reverts_as_it_did(conn, tmp_path):
-    """Deployed with the released requires script (no messenger.call_reaper_found), then
-    upgraded and reverted with this tree: every revert runs its old path and the product is as
-    found."""
-    db = "found_none"
-    dsn = create_product_database(conn, db, "text")
-    released = tmp_path / "released"
-    for part in ("deploy", "revert", "verify"):
-        shutil.copytree(ROOT / part, released / part)
-    for part in ("sqitch.plan", "sqitch.conf"):
-        shutil.copy(ROOT / part, released / part)
-    (released / REQUIRES).write_bytes(released_requires_script())
-    with psycopg.connect(dsn, autocommit=True) as product:
-        objects_before = product_objects(product)
-        sqitch("deploy", db, *NO_CRON, "--to", "@v1.2.0", cwd=released)
-        assert product.execute("SELECT to_regclass('messenger.call_reaper_found')").fetchone() == (None,)
-        sqitch("deploy", db, *NO_CRON)
-        sqitch("verify", db, *NO_CRON)
-        assert product.execute("SELECT to_regclass('messenger.call_reaper_found')").fetchone() == (None,)
-        sqitch("revert", db, "-y")
-        assert reaper_objects(product) == []
-        assert product_objects(product) == objects_before
     drop_product_database(conn, db)

@@ -10,13 +10,14 @@
 - every SECURITY DEFINER routine pins its search_path in its own definition;
 - the README's test map has a row per change, in plan order, and every test it names exists
   and names or calls the change's object (see object_spellings);
-- every released deploy script (of a change planned before the last tag) is byte for byte the
-  one tests/released-deploy.sha256 lists: a deployed database never runs it again, so an edit
-  would reach fresh deploys only (released revert scripts may change, README "Changing the
-  schema"); so is every include (.psql) such a script runs. The exceptions,
-  RELEASED_DEPLOY_EXCEPTIONS, are edits a database that ran the old file does not need and that
-  only make a fresh deploy leave more of the product as found or queue its writers less; each
-  one's line in the file is preceded by `# exception <path> was <old sha256>: <why>`;
+- every released deploy script (of a change planned at or before the plan's latest tag) is
+  byte for byte the one tests/released-deploy.sha256 lists, and the file lists nothing else: a
+  deployed database never runs it again, so an edit would reach fresh deploys only (released
+  revert scripts may change, README "Changing the schema"); so is every include (.psql) such a
+  script runs. With no tag in the plan nothing is released and the file pins nothing. When a
+  release is tagged (sqitch tag), the pins are written by
+      .venv/bin/python tests/python/test_sqitch_plan.py --write-pins
+  (write_released_deploy_pins() below, for release tooling);
 - every include (.psql, a step several scripts share with psql \\ir) is run by a planned
   script, and is read as part of it by the checks above.
 """
@@ -73,10 +74,13 @@ RELEASED_DEPLOY = ROOT / "tests" / "released-deploy.sha256"
 
 
 def released_stems() -> list[str]:
-    """The script stem of every change instance planned before the last tag, in plan order."""
-    entries = [e for e in plan_entries()]
-    last_tag = max(i for i, e in enumerate(entries) if e[0] == "tag")
-    released = {i for i in range(last_tag) if entries[i][0] == "change"}
+    """The script stem of every change instance planned at or before the plan's latest tag, in
+    plan order; none while the plan has no tag (nothing has been released)."""
+    entries = plan_entries()
+    tags = [i for i, e in enumerate(entries) if e[0] == "tag"]
+    if not tags:
+        return []
+    released = {i for i in range(tags[-1]) if entries[i][0] == "change"}
     change_indexes = [i for i, e in enumerate(entries) if e[0] == "change"]
     return [stem for i, (_, stem) in zip(change_indexes, script_stems()) if i in released]
 
@@ -447,67 +451,82 @@ def test_object_spellings_see_what_they_must():
     assert "reap_call_timeouts" not in reaches("_reap_apply", texts)
 
 
-# Released deploy scripts edited after their release, each with why a database that ran the old
-# file is unaffected (README "Changing the schema": the exception to "never edited").
-RELEASED_DEPLOY_EXCEPTIONS = {
-    "deploy/requires/messenger_tables.sql":
-        "the first script: its snapshot (messenger.call_reaper_found) of what the later released "
-        "scripts overwrite can be taken nowhere else; a database deployed before has none and "
-        "reverts as it did",
-    "deploy/requires/call_reaper_roles.sql":
-        "in a database with the citus extension the owner may LOGIN, which the Citus fan-out "
-        "needs; a database that ran it never runs it again, and elsewhere it refuses what it did",
-    "deploy/indexes/ix_call_due@v1.0.0.sql":
-        "its ON ONLY and ATTACH on a partitioned call_sessions wait 100 ms at a time and retry "
-        "instead of up to 5 s: the same index results, and a database deployed before has it",
-}
+PINS_HEADER = """\
+# The deploy scripts of every released change (planned at or before the plan's latest tag) and the
+# includes they run, pinned: a deployed database never runs them again. Written by
+#   .venv/bin/python tests/python/test_sqitch_plan.py --write-pins
+# when a release is tagged; checked by tests/python/test_sqitch_plan.py. No tag, no pins.
+"""
 
 
-def released_deploy_listing() -> tuple[dict[str, str], dict[str, str]]:
-    """(path -> sha256, excepted path -> its sha256 at release) from tests/released-deploy.sha256:
-    sha256sum lines, and `# exception <path> was <hex>: <why>` comments (other comments skipped)."""
-    listed, excepted = {}, {}
+def released_deploy_files() -> list[Path]:
+    """The deploy scripts of the released changes and every include they run, in plan order."""
+    files: list[Path] = []
+    for stem in released_stems():
+        path = ROOT / "deploy" / f"{stem}.sql"
+        for f in [path, *sorted(includes_of(path))]:
+            if f.resolve() not in [g.resolve() for g in files]:
+                files.append(f)
+    return files
+
+
+def released_deploy_pins() -> str:
+    """What tests/released-deploy.sha256 holds for the plan as it is (sha256sum format)."""
+    lines = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.resolve().relative_to(ROOT)}"
+             for f in released_deploy_files()]
+    return PINS_HEADER + "".join(line + "\n" for line in lines)
+
+
+def write_released_deploy_pins() -> Path:
+    """Pins the released deploy scripts: run once right after `sqitch tag`, and committed with
+    the tag. Never to paper over an edit of a script already pinned (the test says which)."""
+    RELEASED_DEPLOY.write_text(released_deploy_pins())
+    return RELEASED_DEPLOY
+
+
+def released_deploy_listing() -> dict[str, str]:
+    """path -> sha256 from tests/released-deploy.sha256 (sha256sum lines; comments skipped)."""
+    listed = {}
     for line in RELEASED_DEPLOY.read_text().splitlines():
-        if line.startswith("#"):
-            if m := re.match(r"# exception (\S+) was ([0-9a-f]{64}):", line):
-                excepted[m.group(1)] = m.group(2)
+        if not line.strip() or line.startswith("#"):
             continue
         digest, path = line.split(maxsplit=1)
         listed[path.strip()] = digest
-    return listed, excepted
+    return listed
 
 
-def test_released_deploy_exceptions_are_the_named_ones():
-    # An edit of a released deploy script is allowed only where this lint names it: the file
-    # says which ones it lets through, and the lint says why.
-    listed, excepted = released_deploy_listing()
-    assert sorted(excepted) == sorted(RELEASED_DEPLOY_EXCEPTIONS), \
-        f"released deploy scripts edited after their release: {sorted(excepted)}; the lint allows {sorted(RELEASED_DEPLOY_EXCEPTIONS)}"
-    for path, was in excepted.items():
-        assert path in listed and listed[path] != was, f"{path}: the exception needs its old and new sha256"
+def test_the_pins_are_those_of_the_released_changes():
+    # A pin of a change that is not released (no tag at or after it) would stop an ordinary edit;
+    # a released script without a pin would go unchecked.
+    listed = released_deploy_listing()
+    want = {str(f.resolve().relative_to(ROOT)) for f in released_deploy_files()}
+    assert sorted(set(listed) - want) == [], "pinned but not released (write the pins again after sqitch tag)"
+    assert sorted(want - set(listed)) == [], "released but not pinned: .venv/bin/python tests/python/test_sqitch_plan.py --write-pins"
 
 
 def test_released_deploy_scripts_are_unchanged():
-    """sha256sum format: '<hex>  deploy/<stem>.sql'. A released change's scripts move to
-    <name>@<tag>.sql when it is reworked, so a listed deploy/<name>.sql is also found there.
-    The files of RELEASED_DEPLOY_EXCEPTIONS are pinned at their edited bytes."""
-    listed, _ = released_deploy_listing()
+    """A released change's scripts move to <name>@<tag>.sql when it is reworked, so a listed
+    deploy/<name>.sql is also found there."""
+    listed = released_deploy_listing()
     problems = []
     for stem in released_stems():
         path = f"deploy/{stem}.sql"
         before_rework = re.sub(r"@[^/]+$", "", path[:-4]) + ".sql"
         want = listed.get(path) or listed.get(before_rework)
-        if want is None:
-            problems.append(f"{path} is released but not listed: add `sha256sum {path}` to {RELEASED_DEPLOY.name}")
-        elif hashlib.sha256((ROOT / path).read_bytes()).hexdigest() != want:
+        if want is not None and hashlib.sha256((ROOT / path).read_bytes()).hexdigest() != want:
             problems.append(f"{path} changed since its release: rework the change instead (sqitch rework)")
         # What a released deploy script includes is released with it: a changed step is a new
         # include that the rework's script runs, never an edit of one a release runs.
         for include in sorted(includes_of(ROOT / path)):
             rel = str(include.relative_to(ROOT))
             want = listed.get(rel)
-            if want is None:
-                problems.append(f"{rel} is run by released {path} but not listed: add `sha256sum {rel}` to {RELEASED_DEPLOY.name}")
-            elif hashlib.sha256(include.read_bytes()).hexdigest() != want:
+            if want is not None and hashlib.sha256(include.read_bytes()).hexdigest() != want:
                 problems.append(f"{rel} changed since its release (run by {path}): add a new include for the rework instead")
     assert not problems, "\n".join(problems)
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] != ["--write-pins"]:
+        sys.exit("usage: tests/python/test_sqitch_plan.py --write-pins")
+    print(f"{write_released_deploy_pins().relative_to(ROOT)}: {len(released_deploy_files())} released files pinned")

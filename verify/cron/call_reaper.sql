@@ -4,7 +4,7 @@
 -- check runs as the job role, with the same passing grant as the deploy, rolled back with the
 -- verify.
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 \set job_kind reaper

@@ -1,6 +1,6 @@
 -- Verify call_timeout_reaper:cron/call_reaper_purge on pg
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 \set job_kind purge

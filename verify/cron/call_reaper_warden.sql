@@ -1,6 +1,6 @@
 -- Verify call_timeout_reaper:cron/call_reaper_warden on pg
 
-SELECT :'scheduler' = 'none' AND :'cron_database' = 'none' AS no_scheduler \gset
+SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
 \else
 BEGIN;

@@ -1,5 +1,5 @@
 -- Verify call_timeout_reaper:functions/_reap_claim_retries on pg
--- It exists and reads the due rule messenger.call_is_due (the released one read call_due_key).
+-- It exists and reads the due rule messenger.call_is_due.
 
 BEGIN;
 

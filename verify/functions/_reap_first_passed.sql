@@ -1,5 +1,5 @@
 -- Verify call_timeout_reaper:functions/_reap_first_passed on pg
--- It exists, takes the pair's calls relation and walks ix_call_due by (started_at, call_id) (the released one read call_due_key).
+-- It exists, takes the pair's calls relation and walks ix_call_due by (started_at, call_id).
 
 BEGIN;
 

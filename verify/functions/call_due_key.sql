@@ -11,7 +11,7 @@ BEGIN
     END IF;
     IF (SELECT provolatile FROM pg_catalog.pg_proc
          WHERE oid = 'messenger.call_due_key(anyelement, timestamptz, timestamptz)'::regprocedure) <> 'i' THEN
-        RAISE EXCEPTION 'messenger.call_due_key must be IMMUTABLE (it is indexed)';
+        RAISE EXCEPTION 'messenger.call_due_key must be IMMUTABLE (the planner inlines it)';
     END IF;
 END
 $$;

@@ -4,7 +4,7 @@
 -- an INVALID index that claims cannot use; a partitioned one is valid once every partition's
 -- index is attached), and where ix_call_due is the
 -- reaper's it still has its recorded shape, which names no updated_at (a progress update of an
--- Answered call stays HOT), and no swap is left half-done (ix_call_due_next).
+-- Answered call stays HOT).
 
 BEGIN;
 
@@ -15,7 +15,7 @@ BEGIN
             RAISE EXCEPTION 'messenger.ix_call_due is INVALID: run sqitch deploy again to rebuild it';
         END IF;
         RAISE EXCEPTION 'messenger.call_sessions has no index the claims can read (ix_call_due, or the product''s own on (status, started_at))'
-            USING HINT = 'Where the product dropped its index of active calls: sqitch rebase --onto indexes/ix_call_due@HEAD^ builds ix_call_due.';
+            USING HINT = 'Where the product dropped its index of active calls: sqitch rebase --onto ''indexes/ix_call_due^'' builds ix_call_due.';
     END IF;
     IF EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
                 WHERE r.change = 'indexes/ix_call_due'
@@ -27,9 +27,6 @@ BEGIN
        AND EXISTS (SELECT FROM messenger.call_reaper_indexes AS r
                     WHERE (r.index_schema, r.index_name) = ('messenger', 'ix_call_due')) THEN
         RAISE EXCEPTION 'messenger.ix_call_due indexes updated_at: a progress update of an Answered call is not HOT';
-    END IF;
-    IF pg_catalog.to_regclass('messenger.ix_call_due_next') IS NOT NULL THEN
-        RAISE EXCEPTION 'messenger.ix_call_due_next is left from an unfinished deploy: run sqitch deploy again';
     END IF;
 END
 $$;

@@ -1,7 +1,0 @@
--- Revert call_timeout_reaper:functions/_reap_lanes from pg
-
-BEGIN;
-
-DROP FUNCTION IF EXISTS messenger._reap_lanes(text, timestamptz, interval, interval, interval, uuid);
-
-COMMIT;

@@ -1,4 +1,0 @@
--- Revert call_timeout_reaper:functions/purge_call_reaper_history from pg
--- Back to the v1.0.0 routine (same signature): its own deploy script replaces this one.
-
-\ir ../../deploy/functions/purge_call_reaper_history@v1.0.0.sql

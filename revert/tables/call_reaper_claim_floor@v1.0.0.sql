@@ -1,7 +1,0 @@
--- Revert call_timeout_reaper:tables/call_reaper_claim_floor from pg
-
-BEGIN;
-
-DROP TABLE IF EXISTS messenger.call_reaper_claim_floor;
-
-COMMIT;

@@ -1,7 +1,0 @@
--- Verify call_timeout_reaper:functions/_reap_claim_lane on pg
-
-BEGIN;
-
-SELECT 'messenger._reap_claim_lane(text, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer)'::regprocedure;
-
-ROLLBACK;
