@@ -7,6 +7,8 @@
 #               (its partitioned file in a second database, on the partitioned stand-in)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
+#   make dist   dist/call-timeout-reaper-<version>.tar.gz + .sha256: what a DBA installs (scripts/dist)
+#   make release VERSION=x.y.z  changelog section, exporter version, plan tag, commit, git tag, dist
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
 #   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see README)
 #   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
@@ -45,7 +47,7 @@ PG_VIRTUALENV_LIBPQ := $(PG_VIRTUALENV) -o cron.use_background_workers=off -o cr
 # elsewhere: tests/crossdb (the later -o wins over server.conf's cron.database_name).
 PG_VIRTUALENV_CROSSDB := $(PG_VIRTUALENV) -o cron.database_name=postgres
 
-.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test
+.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test dist release
 
 deps: apt-deps $(STAMP)
 
@@ -96,6 +98,12 @@ alerts-test: apt-deps
 # EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
 run-exporter: $(STAMP)
 	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
+
+dist: $(STAMP)
+	scripts/dist
+
+release: $(STAMP)
+	scripts/release $(VERSION)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
