@@ -6,7 +6,7 @@ cron.database_name = postgres (Azure's default, Supabase's fixed value), before 
 database exists. Everything is deployed, run and reverted by a role that is not a superuser, as
 on those services: CREATEROLE, membership in the tables' owner, pg_signal_backend, USAGE on
 schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In order:
-1. without the one grant of README "Server settings" (EXECUTE on cron.schedule_in_database
+1. without the one grant of docs/scheduling.md "pg_cron in another database" (EXECUTE on cron.schedule_in_database
    WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
 2. with it, each product database deploys and verifies from itself; pg_cron keeps the jobs in
    postgres, each running in its own database, the first under the SPEC names, the second's

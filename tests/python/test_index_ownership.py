@@ -442,7 +442,7 @@ def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
     deploy's own (<partition>_ix_call_due, recorded) goes with the revert. One PostgreSQL named,
     on a partition made after the deploy, names no reaper function (ix_call_due is (status,
     started_at, call_id)) and was never recorded, so nothing tells it from the service's own
-    index: it stays (README, "Changing the schema"). Nothing else of those tables changes, and
+    index: it stays (CONTRIBUTING.md, "Changing the schema"). Nothing else of those tables changes, and
     the released call_due_key revert no longer finds a part on call_due_key to drop."""
     db = "idx_detached_kept"
     dsn = product_db(conn, db, True)
