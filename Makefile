@@ -2,13 +2,15 @@
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
 #   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
 #               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
-#   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + README test map lint,
+#   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + test map lint (CONTRIBUTING.md) and the link check,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #               (its partitioned file in a second database, on the partitioned stand-in)
 #   make lint   ruff over the Python files
 #   make clean  remove .venv and the stamp file
+#   make dist   dist/call-timeout-reaper-<version>.tar.gz + .sha256: what a DBA installs (scripts/dist)
+#   make release VERSION=x.y.z  changelog section, exporter version, plan tag, commit, git tag, dist
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
-#   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see README)
+#   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see docs/exporter.md)
 #   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
@@ -39,13 +41,13 @@ SERVER_OPTIONS := $(shell sed -n 's/^\([a-z_.]*\) *= *\([^ \#]*\).*/-o \1=\2/p' 
 PG_VIRTUALENV := pg_virtualenv -t -v 15 $(SERVER_OPTIONS)
 # pg_cron in libpq mode (its default, fixed on Azure): jobs connect to cron.host as their own
 # user; here the server's Unix socket directory (pg_virtualenv's), where tests/libpq adds the
-# README's peer rule for the job role.
+# peer rule of docs/scheduling.md for the job role.
 PG_VIRTUALENV_LIBPQ := $(PG_VIRTUALENV) -o cron.use_background_workers=off -o cron.host=/var/run/postgresql
 # pg_cron kept in database postgres (Azure's default, fixed on Supabase), the product databases
 # elsewhere: tests/crossdb (the later -o wins over server.conf's cron.database_name).
 PG_VIRTUALENV_CROSSDB := $(PG_VIRTUALENV) -o cron.database_name=postgres
 
-.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test
+.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test dist release
 
 deps: apt-deps $(STAMP)
 
@@ -82,7 +84,7 @@ test: deps alerts-test
 # The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster
 # up to pgTAP (PGTAP= selects files as for make test). No pytest beyond the lint, no revert round
 # trip, no PostgreSQL 16-18: make test stays the whole suite.
-PLAN_LINT := tests/python/test_sqitch_plan.py
+PLAN_LINT := tests/python/test_sqitch_plan.py tests/python/test_docs.py
 check: deps
 	$(VENV)/bin/python -m pytest $(PLAN_LINT) -q -p no:cacheprovider
 	STOP_AFTER=pgtap $(PG_VIRTUALENV) scripts/test-in-cluster
@@ -96,6 +98,12 @@ alerts-test: apt-deps
 # EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
 run-exporter: $(STAMP)
 	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
+
+dist: $(STAMP)
+	scripts/dist
+
+release: $(STAMP)
+	scripts/release $(VERSION)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -8,8 +8,8 @@ on those services: CREATEROLE, membership in the tables' owner, pg_signal_backen
 schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In order:
 0. a plain deploy (no cron_database) is refused with a hint that spells the cross-database mode,
    and scheduler=none beside cron_database is refused (22023); neither leaves anything;
-1. without the one grant of README "Server settings" (EXECUTE on cron.schedule_in_database
-   WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
+1. without the one grant of docs/scheduling.md "pg_cron in another database" (EXECUTE on
+   cron.schedule_in_database WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
 2. with it, each product database deploys and verifies from itself; pg_cron keeps the jobs in
    postgres, each running in its own database, the first under the SPEC names, the second's
    suffixed with '-messenger_eu';

@@ -8,7 +8,7 @@ reaper deployed and no rule for the job role yet. In order:
 1. without a rule, the reaper's job fails on every run ('connection failed'), a due call stays
    Ringing, and call_reaper_status() and call_reaper_metrics() (the exporter's
    job_failing, alert CallReaperJobFailing, promtool-tested) say so;
-2. with the documented rule (README "Server settings": a peer map from the server's OS user to
+2. with the documented rule (docs/scheduling.md "pg_cron in libpq mode": a peer map from the server's OS user to
    messenger_call_reaper on the socket), the scheduled job closes the due call with its push
    and the deployer's warden job runs.
 """
@@ -100,7 +100,7 @@ def test_without_a_rule_the_job_role_cannot_connect_and_nothing_is_closed(conn, 
 
 @pytest.fixture
 def peer_rule(conn):
-    """The README's rule: the server's OS user may log in as the job role on the socket."""
+    """The rule of docs/scheduling.md: the server's OS user may log in as the job role on the socket."""
     hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
     ident = Path(conn.execute("SHOW ident_file").fetchone()[0])
     data = conn.execute("SHOW data_directory").fetchone()[0]

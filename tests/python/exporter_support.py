@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
 # The published run_total{result} label values and the call_reaper_metrics() column each one reads:
-# result="failed" is a cycle that rolled back (README, "Words").
+# result="failed" is a cycle that rolled back (docs/operations.md, "Words").
 RUN_RESULT_COLUMNS = {"completed": "runs_completed", "skipped": "runs_skipped",
                       "failed": "runs_rolled_back"}
 

@@ -341,7 +341,7 @@ def test_a_full_revert_drops_the_index_parts_left_on_detached_partitions(conn):
     deploy's own (<partition>_ix_call_due, recorded) goes with the revert. One PostgreSQL named,
     on a partition made after the deploy, names no reaper function (ix_call_due is (status,
     started_at, call_id)) and was never recorded, so nothing tells it from the service's own
-    index: it stays (README, "Changing the schema"). Nothing else of those tables changes."""
+    index: it stays (CONTRIBUTING.md, "Changing the schema"). Nothing else of those tables changes."""
     db = "idx_detached_kept"
     dsn = product_db(conn, db, True)
     on_detached = """SELECT array_agg(pg_get_indexdef(indexrelid) ORDER BY 1) FROM pg_index

@@ -1,11 +1,11 @@
-"""The reaper scheduled from outside: scripts/reaper-loop, the application-side loop the README
+"""The reaper scheduled from outside: scripts/reaper-loop, the application-side loop docs/scheduling.md
 shows, against a database without pg_cron (deployed with --set scheduler=none).
 
 Two loops at once close every due call within the SLO, once. Then what networks and operators do
 to one loop: a server that accepts and never answers, a backend terminated mid-sleep, a proxy
 that stops forwarding mid-cycle, SIGTERM asleep and mid-cycle, a malformed DSN holding a
 password. Loopback only. The loops log in as the job role with the password in a PGPASSFILE, as
-the README tells a team to. Assertions are on the loop's printed events and their order, and on
+that page tells a team to. Assertions are on the loop's printed events and their order, and on
 the database; a timeout below only bounds how long a test waits before it fails.
 """
 
@@ -301,7 +301,7 @@ def test_two_loops_close_every_due_call_once_within_the_slo(product, job_env):
 def test_a_server_that_never_answers_costs_one_connect_timeout_then_a_retry(job_env, start_loop):
     """The listener completes TCP and then says nothing (a hung server, a black-holing balancer):
     the loop gives up after its connect_timeout, says so, and connects again. A password put in the
-    DSN against the README's advice is printed masked, nowhere in clear."""
+    DSN against docs/scheduling.md's advice is printed masked, nowhere in clear."""
     server = SilentServer()
     password = "pw-" + secrets.token_hex(8)
     try:

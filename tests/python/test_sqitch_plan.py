@@ -8,12 +8,12 @@
 - no script sets search_path for the session (a pinned function search_path, or SET LOCAL,
   is fine: a session-wide one leaks into every later script Sqitch runs on the connection);
 - every SECURITY DEFINER routine pins its search_path in its own definition;
-- the README's test map has a row per change, in plan order, and every test it names exists
+- the test map (CONTRIBUTING.md) has a row per change, in plan order, and every test it names exists
   and names or calls the change's object (see object_spellings);
 - every released deploy script (of a change planned at or before the plan's latest tag) is
   byte for byte the one tests/released-deploy.sha256 lists, and the file lists nothing else: a
   deployed database never runs it again, so an edit would reach fresh deploys only (released
-  revert scripts may change, README "Changing the schema"); so is every include (.psql) such a
+  revert scripts may change, CONTRIBUTING.md "Changing the schema"); so is every include (.psql) such a
   script runs. With no tag in the plan nothing is released and the file pins nothing. When a
   release is tagged (sqitch tag), the pins are written by
       .venv/bin/python tests/python/test_sqitch_plan.py --write-pins
@@ -254,21 +254,21 @@ def test_lint_sees_security_definer_routines():
     assert "functions/reap_call_timeouts" in definers and len(definers) >= 4
 
 
-def readme_test_map() -> list[tuple[str, list[str]]]:
-    """(change, backticked words of its tests column) per row of the README's test map."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("| change | tests |", 1)[1].split("\n## ", 1)[0]
+def contributing_test_map() -> list[tuple[str, list[str]]]:
+    """(change, backticked words of its tests column) per row of CONTRIBUTING.md's test map."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    table = contributing.split("| change | tests |", 1)[1].split("\n## ", 1)[0]
     return [(m.group(1), re.findall(r"`([^`]+)`", m.group(2)))
             for m in re.finditer(r"^\| `([^`]+)` \|(.*)\|$", table, re.MULTILINE)]
 
 
-def test_the_readme_test_map_lists_every_change_in_plan_order():
-    # The README's map from change to tests is how a newcomer finds the proof of an object:
+def test_the_test_map_lists_every_change_in_plan_order():
+    # The map from change to tests is how a newcomer finds the proof of an object:
     # a change added, removed or moved without it would leave the map describing another tree.
-    assert [change for change, _ in readme_test_map()] == CHANGES  # a reworked change: a row per place
+    assert [change for change, _ in contributing_test_map()] == CHANGES  # a reworked change: a row per place
 
 
-def test_the_readme_test_map_names_only_what_exists():
+def test_the_test_map_names_only_what_exists():
     """Every backticked word in the tests column is one of:
 
     - a test file: `*.sql` under tests/pgtap/, `*.py` under tests/python/, or a path from the
@@ -282,7 +282,7 @@ def test_the_readme_test_map_names_only_what_exists():
     """
     makefile = (ROOT / "Makefile").read_text()
     stale = []
-    for change, words in readme_test_map():
+    for change, words in contributing_test_map():
         files = 0
         for word in words:
             if word.endswith((".sql", ".py")):
@@ -419,7 +419,7 @@ def test_every_test_the_map_names_names_its_object():
     texts = latest_deploys()
     callers = {n: {m for m in texts if n in reaches(m, texts)} for n in texts}
     unrelated = []
-    for change, words in readme_test_map():
+    for change, words in contributing_test_map():
         spellings = object_spellings(change)
         name = change.split("/", 1)[1]
         spellings += [rf"\b{re.escape(c)}\b" for c in sorted(callers.get(name, ()))]

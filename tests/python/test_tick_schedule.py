@@ -2,7 +2,7 @@
 the schedule cron/call_reaper recorded for its job, not by pg_cron's version in this database.
 
 A product database whose jobs pg_cron keeps in another database (cron.database_name = postgres,
-README "Server settings") has no pg_cron of its own: by pg_extension the procedure took the
+docs/scheduling.md, "pg_cron in another database") has no pg_cron of its own: by pg_extension the procedure took the
 pg_cron 1.4 minute loop under a '15 seconds' schedule, and on pg_cron 1.6.7 each run held a job
 slot about 9 s of every 15 s. CI has pg_cron 1.4 only, so the recorded schedule of a 1.5+ job is
 written here as the cron changes write it; the database is deployed without pg_cron, like that

@@ -1,0 +1,243 @@
+"""The release tarball as a DBA gets it, deployed from where a DBA unpacks it.
+
+`scripts/dist` (make dist) builds the tarball of this tree; each test unpacks it in an empty
+directory outside the checkout, with no git, and runs sqitch there against a fresh database
+holding the stand-in's tables (--set scheduler=none: only cron.database_name holds pg_cron jobs).
+Checked:
+- the tarball holds the bundle with every script and include of the tree, the exporter's wheel
+  at the release's version, the DBA's documents, and nothing else; its .sha256 verifies;
+- deploy, verify, a due call of each phase closes with its outbox rows, revert: every product
+  object and row as it was, nothing of the reaper's left;
+- a file missing from an unpacked tarball fails `scripts/dist --check` and the revert that reads it;
+- the README's "Is it working" query, run as written on the deployed database with pg_cron: the
+  last cycle, the job's last run (succeeded) and the backlog (a due call counted);
+- the upgrade a DBA runs: the tarball of the latest release, built from that release's tree,
+  deployed, then this tree's tarball deployed over it, verified, reaping, reverted. The latest
+  release is the newest git tag vX.Y.Z, else (a clone without tags) the commit that added the
+  plan's latest @v tag; with no tag in the plan, this tree's tarball is deployed over itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tomllib
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from adoption_support import (
+    ROOT,
+    create_product_database,
+    drop_product_database,
+    dsn_for,
+    product_objects,
+    product_rows,
+    reaper_objects,
+    sqitch,
+)
+from reaper_support import ringing, wait_for
+
+NO_CRON = ("--set", "scheduler=none")
+DIST = ROOT / "scripts" / "dist"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+# What a DBA needs beside the bundle's sqitch.conf, sqitch.plan, deploy/, revert/, verify/.
+DOCUMENTS = {"README.md", "LICENSE", "CHANGELOG.md", "server.conf", "monitoring", "sql", "docs", "wheel"}
+
+
+def run(*command: str | Path, cwd: Path = ROOT, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, check=False)
+    if check:
+        assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout}{done.stderr}"
+    return done
+
+
+def build(out: Path, *args: str, dist: Path = DIST) -> Path:
+    """The tarball scripts/dist writes into out (its last line names it); this checkout's pip
+    builds the wheel, whichever tree's scripts/dist runs."""
+    env = {**os.environ, "DIST_PIP": str(ROOT / ".venv" / "bin" / "pip")}
+    done = subprocess.run([str(dist), "--out", str(out), *args], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, f"{dist} --out {out} {' '.join(args)}\n{done.stdout}{done.stderr}"
+    return Path(done.stdout.splitlines()[-1])
+
+
+def unpack(tarball: Path, into: Path) -> Path:
+    """Checks the sum as a DBA would (sha256sum -c beside it), unpacks into an empty directory."""
+    run("sha256sum", "-c", f"{tarball.name}.sha256", cwd=tarball.parent)
+    into.mkdir()
+    with tarfile.open(tarball) as tar:
+        tar.extractall(into, filter="data")
+    (top,) = into.iterdir()
+    assert run("git", "-C", top, "rev-parse", "--git-dir", check=False).returncode != 0, \
+        f"{top} is inside a git checkout: the test must deploy from where a DBA unpacks"
+    return top
+
+
+def tracked(*paths: str) -> set[str]:
+    return set(run("git", "ls-files", "--", *paths).stdout.split())
+
+
+def files_under(top: Path, *folders: str) -> set[str]:
+    return {str(p.relative_to(top)) for f in folders for p in (top / f).rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture
+def product_db(dsn):
+    """A fresh database with the stand-in's tables, a due call of each phase and an ended one."""
+    name = "release_tarball"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        create_product_database(admin, name)
+    with psycopg.connect(dsn_for(name), autocommit=True) as conn:
+        conn.execute("""
+            INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status,
+                                                 end_reason, started_at, answered_at, ended_at, updated_at)
+            VALUES (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing',
+                    NULL, now() - interval '5 minutes', NULL, NULL, now() - interval '5 minutes'),
+                   (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Video', 'Answered',
+                    NULL, now() - interval '3 hours', now() - interval '3 hours', NULL, now() - interval '3 hours'),
+                   (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Missed',
+                    'Timeout', now() - interval '1 day', NULL, now() - interval '1 day', now() - interval '1 day')""")
+        yield name, conn
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        drop_product_database(admin, name)
+
+
+def deploy_reap_revert(conn: psycopg.Connection, name: str, bundle: Path, found: list[str]) -> None:
+    """Verify what is deployed from bundle, a cycle closes both due calls, revert from bundle."""
+    sqitch("verify", name, *NO_CRON, cwd=bundle)
+    missed, failed = conn.execute("SELECT missed_count, failed_count FROM messenger.reap_call_timeouts()").fetchone()
+    assert (missed, failed) == (1, 1)
+    kinds = conn.execute("SELECT kind, count(*) FROM messenger.realtime_outbox GROUP BY kind ORDER BY kind").fetchall()
+    assert kinds == [("CallEnded", 2), ("CallMissed", 1)]
+    rows = product_rows(conn)
+    sqitch("revert", name, "-y", *NO_CRON, cwd=bundle)
+    assert product_rows(conn) == rows, "the revert changed a row of the product's"
+    assert product_objects(conn) == found, "the revert did not give the product's objects back"
+    assert reaper_objects(conn) == []
+
+
+def test_the_tarball_holds_what_a_dba_needs_and_nothing_else(tarball, tmp_path):
+    assert tarball.name == f"call-timeout-reaper-{VERSION}.tar.gz"
+    top = unpack(tarball, tmp_path / "unpacked")
+    assert top.name == f"call-timeout-reaper-{VERSION}"
+    assert {p.name for p in top.iterdir()} == DOCUMENTS | {"sqitch.conf", "sqitch.plan", "deploy", "revert", "verify"}
+    # Every script and every include the tree has (the plan lint allows no script without a change).
+    assert files_under(top, "deploy", "revert", "verify") == tracked("deploy", "revert", "verify")
+    assert any("/include/" in f for f in files_under(top, "deploy", "revert", "verify"))
+    assert files_under(top, "monitoring") == tracked("monitoring")
+    assert files_under(top, "docs") == {"docs/runbooks/call-timeout-reaper.md", "docs/operations.md"}
+    assert files_under(top, "sql") == tracked("sql") - {"sql/demo_calls.sql"}
+    (wheel,) = (top / "wheel").iterdir()
+    assert wheel.name == f"call_timeout_reaper_exporter-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as whl:
+        metadata = whl.read(f"call_timeout_reaper_exporter-{VERSION}.dist-info/METADATA").decode()
+        entry_points = whl.read(f"call_timeout_reaper_exporter-{VERSION}.dist-info/entry_points.txt").decode()
+    assert f"\nVersion: {VERSION}\n" in metadata
+    assert "call-reaper-exporter = call_reaper_exporter:main" in entry_points
+    # The wheel is the exporter: importable from the wheel alone (-I: not from the checkout).
+    imported = run(ROOT / ".venv" / "bin" / "python", "-I", "-c",
+                   f"import sys; sys.path.insert(0, {str(wheel)!r}); "
+                   "import call_reaper_exporter as m; print(m.__file__)", cwd=tmp_path)
+    assert imported.stdout.strip().startswith(str(wheel))
+
+
+def test_deploy_verify_reap_and_revert_from_the_tarball(tarball, tmp_path, product_db):
+    name, conn = product_db
+    found = product_objects(conn)
+    bundle = unpack(tarball, tmp_path / "unpacked")
+    sqitch("deploy", name, *NO_CRON, cwd=bundle)
+    deploy_reap_revert(conn, name, bundle, found)
+
+
+def test_a_file_missing_from_the_tarball_fails_the_check_and_the_revert(tarball, tmp_path, product_db):
+    name, conn = product_db
+    found = product_objects(conn)
+    bundle = unpack(tarball, tmp_path / "unpacked")
+    run(DIST, "--check", bundle)
+    broken = tmp_path / "broken"
+    shutil.copytree(bundle, broken)
+    (missing,) = (broken / "revert" / "cron" / "include").iterdir()
+    missing.unlink()
+    checked = run(DIST, "--check", broken, check=False)
+    assert checked.returncode != 0 and f"{missing.relative_to(broken)}, which is missing" in checked.stderr
+    # With scheduler=none no cron deploy script reads its includes, but every cron revert does.
+    sqitch("deploy", name, *NO_CRON, cwd=broken)
+    reverted = sqitch("revert", name, "-y", *NO_CRON, cwd=broken, check=False)
+    assert reverted.returncode != 0 and missing.name in reverted.stderr
+    sqitch("revert", name, "-y", *NO_CRON, cwd=bundle)
+    assert product_objects(conn) == found and reaper_objects(conn) == []
+
+
+def latest_release() -> tuple[str, str] | None:
+    """(commit, version) of the latest release, or None when the plan has no tag yet."""
+    tags = run("git", "tag", "--list", "v[0-9]*.[0-9]*.[0-9]*", "--sort=-v:refname").stdout.split()
+    if tags:
+        return run("git", "rev-list", "-n", "1", tags[0]).stdout.strip(), tags[0][1:]
+    plan_tags = re.findall(r"(?m)^@(v\d+\.\d+\.\d+) ", (ROOT / "sqitch.plan").read_text())
+    if not plan_tags:
+        return None
+    # A shallow clone's oldest commit seems to add every line: its history must be whole.
+    assert run("git", "rev-parse", "--is-shallow-repository").stdout.strip() == "false", \
+        "a shallow clone cannot tell which commit added the plan's last tag: git fetch --unshallow"
+    added = run("git", "log", "--format=%H", f"-S@{plan_tags[-1]} ", "--", "sqitch.plan").stdout.split()
+    assert added, f"no commit added @{plan_tags[-1]} to sqitch.plan"
+    return added[-1], plan_tags[-1][1:]
+
+
+def release_tarball(commit: str, version: str, tmp_path: Path) -> Path:
+    """The release's tarball built from its own tree (git archive), by its own scripts/dist if it
+    has one, else by this one as a tree from before the first release."""
+    tree = tmp_path / "release-tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "x"], input=archive, cwd=tree, check=True)
+    if (tree / "scripts" / "dist").is_file():
+        return build(tmp_path / "release-dist", "--tree", str(tree), "--version", version,
+                     dist=tree / "scripts" / "dist")
+    return build(tmp_path / "release-dist", "--tree", str(tree), "--version", version, "--before-release")
+
+
+def test_upgrade_from_the_latest_release(tarball, tmp_path, product_db):
+    name, conn = product_db
+    found = product_objects(conn)
+    release = latest_release()
+    old = release_tarball(*release, tmp_path) if release else tarball
+    print(f"upgrade from {release[1] + ' at ' + release[0][:12] if release else 'this tree (no tag in the plan)'}")
+    sqitch("deploy", name, *NO_CRON, cwd=unpack(old, tmp_path / "release"))
+    bundle = unpack(tarball, tmp_path / "unpacked")
+    sqitch("deploy", name, *NO_CRON, cwd=bundle)
+    deploy_reap_revert(conn, name, bundle, found)
+
+
+def test_the_readmes_is_it_working_query(conn, reaper_paused, calls):
+    readme = (ROOT / "README.md").read_text()
+    query = re.search(r"(?ms)^## Is it working\n.*?^```sql\n(.*?)^```", readme).group(1)
+
+    def answer() -> dict:
+        cur = conn.execute(query)
+        (row,) = cur.fetchall()
+        return dict(zip([c.name for c in cur.description], row, strict=True))
+
+    # Paused, the job's run still ends at once, succeeded, and leaves the due call to the backlog.
+    # pg_cron 1.4's launcher runs a job redeployed by the harness's round trip from a later minute
+    # on (until then under its old id, whose runs name no job of cron.job): up to about 2 minutes.
+    wait_for(lambda: answer()["job_last_end"] is not None, 180, "a finished run of the reaper's job", interval=1)
+    conn.execute("SELECT * FROM messenger.reap_call_timeouts()")   # a DBA's cycle runs while paused
+    before = answer()["backlog"]
+    calls.add([ringing(datetime.now(UTC) - timedelta(minutes=5))])
+    seen = answer()
+    assert list(seen) == ["paused", "last_cycle_at", "last_cycle", "job_last_run", "job_last_end",
+                          "job_message", "backlog"]
+    assert seen["paused"] is True and seen["last_cycle"] == "completed" and seen["last_cycle_at"] is not None
+    assert seen["job_last_run"] == "succeeded", seen
+    assert seen["backlog"] == before + 1
