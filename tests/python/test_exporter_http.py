@@ -119,7 +119,7 @@ def test_dsn_defaults_to_database_url_then_libpq_variables(monitor_dsn, start_ex
     from_env = start_exporter(env=env_dsn)  # no --dsn, no DATABASE_URL
     samples, _ = from_env.scrape()
     assert sample(samples, P + "up") == 1, from_env.log
-    assert "dsn='' (libpq PG* environment)" in from_env.log
+    assert 'dsn="\'\' (libpq PG* environment)"' in from_env.log
 
     from_url = start_exporter(env={"DATABASE_URL": monitor_dsn, "PGUSER": "nobody"})
     samples, _ = from_url.scrape()
