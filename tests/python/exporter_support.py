@@ -183,3 +183,10 @@ def make_certificates(directory: Path) -> dict[str, Path]:
                 "-CAcreateserial", "-days", "1", "-extfile", f"{name}.ext", "-out", f"{name}.crt")
     return {"ca": directory / "ca.crt", **{f"{n}.{e}": directory / f"{n}.{e}"
                                            for n in ("server", "client") for e in ("crt", "key")}}
+
+
+def bcrypt_hash(password: str) -> str:
+    """A hash for basic_auth_users; htpasswd -B writes $2y$, the form exporter-toolkit shows."""
+    import bcrypt
+
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(4)).decode().replace("$2b$", "$2y$")

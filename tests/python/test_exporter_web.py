@@ -15,10 +15,9 @@ import urllib.request
 from importlib import metadata
 from pathlib import Path
 
-import bcrypt
 import pytest
 from call_reaper_exporter import FLAGS, PREFIX, REMOVED_FLAGS
-from exporter_support import REPO, closed_port, make_certificates, sample
+from exporter_support import REPO, bcrypt_hash, closed_port, make_certificates, sample
 
 P = PREFIX
 SCRIPT = Path(sys.executable).with_name("call-reaper-exporter")
@@ -28,11 +27,6 @@ NO_DB = f"postgresql://nobody@127.0.0.1:{closed_port()}/messenger"
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=30,
                           check=False, env=env)
-
-
-def bcrypt_hash(password: str) -> str:
-    # htpasswd -B writes $2y$, the variant exporter-toolkit's docs show.
-    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(4)).decode().replace("$2b$", "$2y$")
 
 
 def web_config(path: Path, certs: dict[str, Path] | None, users: dict[str, str]) -> Path:
