@@ -12,6 +12,7 @@
 #   make bench  reaper vs app-side peer vs bare SQL, idle cost (sizes: see bench/bench.py --help)
 #   make run-exporter  start the Prometheus exporter (call-reaper-exporter, see docs/exporter.md)
 #   make alerts-test  promtool check + unit tests of monitoring/alerts.yml (part of test)
+#   make unit-verify  systemd-analyze verify of monitoring/call-reaper-exporter.service (part of test)
 # A fresh CI machine has none of the tools, so `test` installs them first.
 
 SHELL := /bin/bash
@@ -20,11 +21,11 @@ SHELL := /bin/bash
 # Server, pg_cron, pg_partman (the stand-in's partitioned call_sessions), pgTAP + pg_prove, Sqitch (+ its
 # Pg driver), plpgsql_check, promtool, Patroni + etcd for the failover test (python3-etcd:
 # Patroni's etcd client, which apt would not pick if another DCS client happened to satisfy
-# Patroni's dependency first).
+# Patroni's dependency first), systemd-analyze (systemd) for the exporter's unit.
 DEB_PACKAGES := postgresql-common postgresql-15 postgresql-15-cron postgresql-15-partman \
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
 	sqitch libdbd-pg-perl postgresql-15-plpgsql-check prometheus \
-	patroni etcd-server python3-etcd
+	patroni etcd-server python3-etcd systemd
 
 # CI runs as root; a developer who is not root needs sudo for apt-get.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -47,7 +48,7 @@ PG_VIRTUALENV_LIBPQ := $(PG_VIRTUALENV) -o cron.use_background_workers=off -o cr
 # elsewhere: tests/crossdb (the later -o wins over server.conf's cron.database_name).
 PG_VIRTUALENV_CROSSDB := $(PG_VIRTUALENV) -o cron.database_name=postgres
 
-.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test dist release
+.PHONY: deps apt-deps test check lint clean bench run-exporter alerts-test unit-verify dist release
 
 deps: apt-deps $(STAMP)
 
@@ -75,7 +76,7 @@ $(STAMP): requirements-dev.txt pyproject.toml
 
 # PostgreSQL 16-18 first (the core without pg_cron, a few minutes), then the PostgreSQL 15 +
 # pg_cron suite, whose pytest summary closes the run.
-test: deps alerts-test
+test: deps alerts-test unit-verify
 	scripts/test-versions
 	$(PG_VIRTUALENV_LIBPQ) env SUITE=libpq scripts/test-in-cluster
 	$(PG_VIRTUALENV_CROSSDB) env SUITE=crossdb scripts/test-in-cluster
@@ -94,8 +95,9 @@ alerts-test: apt-deps
 	promtool check rules monitoring/alerts.yml
 	promtool test rules monitoring/alerts_test.yml
 
-# Serves /metrics on port 9648; the database comes from DATABASE_URL or the PG* variables.
-# EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --port 9648"
+# Serves /metrics on :9648; the database comes from DATABASE_URL or the PG* variables; flags in
+# docs/exporter.md.
+# EXPORTER_ARGS="--dsn postgresql://messenger_call_reaper_monitor@db/messenger --web.listen-address=:9648"
 run-exporter: $(STAMP)
 	$(VENV)/bin/call-reaper-exporter $(EXPORTER_ARGS)
 
@@ -104,6 +106,19 @@ dist: $(STAMP)
 
 release: $(STAMP)
 	scripts/release $(VERSION)
+
+# systemd-analyze verify refuses a unit whose ExecStart is not installed, so it checks a temporary
+# copy that runs this venv's console script instead of /opt's. It reports unknown keys only as
+# warnings (exit 0): any output fails.
+UNIT := monitoring/call-reaper-exporter.service
+unit-verify: deps
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; unit=$$tmp/$$(basename $(UNIT)); \
+	sed 's#^ExecStart=/opt/call-reaper-exporter/bin/#ExecStart=$(CURDIR)/$(VENV)/bin/#' $(UNIT) >"$$unit"; \
+	grep -qx 'ExecStart=$(CURDIR)/$(VENV)/bin/call-reaper-exporter' "$$unit" || \
+	  { echo "unit-verify: ExecStart of $(UNIT) is not /opt/call-reaper-exporter/bin/call-reaper-exporter"; exit 1; }; \
+	out=$$(systemd-analyze verify "$$unit" 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "unit-verify: $(UNIT) failed"; exit 1; fi; \
+	echo "systemd-analyze verify $(UNIT): ok"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -9,24 +9,37 @@ or running several, changes nothing.
 When the database is down, slow or refuses us, the scrape reports
 ``messenger_call_reaper_up 0`` (and nothing else from the database) and the process keeps
 serving; the next scrape connects again.
+
+The process side is that of every Prometheus exporter (docs/exporter.md): --web.listen-address,
+--web.telemetry-path, --web.config.file (TLS, basic auth; call_reaper_webconfig), --log.level,
+--log.format, --version, each flag also an environment variable, and *_build_info.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import platform
+import re
 import signal
+import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from socketserver import ThreadingMixIn
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 import psycopg
 from call_reaper_dsn import mask_dsn
-from prometheus_client import REGISTRY, start_http_server
+from call_reaper_webconfig import WebConfigError, WebConfigFile
+from prometheus_client import REGISTRY, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -39,7 +52,6 @@ from psycopg.rows import dict_row
 
 log = logging.getLogger("call_reaper_exporter")
 
-DEFAULT_PORT = 9648
 QUERY = "SELECT * FROM messenger.call_reaper_metrics()"
 PREFIX = "messenger_call_reaper_"
 
@@ -209,10 +221,13 @@ class ReaperCollector(Collector):
 
     def describe(self) -> Iterator[Metric]:
         # Registering calls describe(); answering from the table keeps it off the database.
+        yield build_info()
         for spec in METRICS:
             yield spec.family()
 
     def collect(self) -> Iterator[Metric]:
+        # build_info first: it is there whether or not the database answers.
+        yield build_info()
         yield from _families(self.scrape())
 
     def scrape(self) -> dict | None:
@@ -260,8 +275,9 @@ class ReaperCollector(Collector):
             conn.close()
             raise
         info = conn.info
-        log.info("connected to host=%s port=%s dbname=%s user=%s (backend pid %s)",
-                 info.host, info.port, info.dbname, info.user, info.backend_pid)
+        log.info("connected to the database", extra={"fields": {
+            "host": info.host, "port": info.port, "dbname": info.dbname, "user": info.user,
+            "backend_pid": info.backend_pid}})
         return conn
 
     def _report(self, ok: bool, exc: Exception | None = None) -> None:
@@ -276,47 +292,333 @@ class ReaperCollector(Collector):
         self._healthy = ok
 
 
+# ---- Build info --------------------------------------------------------------------------------
+
+DISTRIBUTION = "call-timeout-reaper-exporter"
+REVISION_ENV = "CALL_REAPER_EXPORTER_REVISION"
+
+
+def _version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"  # run from a source tree that was never installed
+
+
+def _revision() -> str:
+    """The git commit this copy was built from, else "unknown".
+
+    pip records the commit of a `pip install git+https://...@<commit>` in the installation's
+    direct_url.json (PEP 610); an image or package built from a checkout passes it in
+    CALL_REAPER_EXPORTER_REVISION (docs/exporter.md), which wins.
+    """
+    if os.environ.get(REVISION_ENV):
+        return os.environ[REVISION_ENV]
+    try:
+        direct = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+                            or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        return "unknown"
+    return (direct.get("vcs_info") or {}).get("commit_id") or "unknown"
+
+
+BUILD = {"version": _version(), "revision": _revision(),
+         "pythonversion": platform.python_version()}
+
+
+def build_info() -> Metric:
+    family = GaugeMetricFamily(PREFIX + "build_info",
+                               "A metric with a constant '1' value labeled by version, revision "
+                               "and pythonversion from which call-reaper-exporter was built.",
+                               labels=list(BUILD))
+    family.add_metric(list(BUILD.values()), 1)
+    return family
+
+
+# ---- Logs: logfmt or JSON, one line per event --------------------------------------------------
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+           "error": logging.ERROR}
+_LEVEL_NAMES = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn",
+                logging.ERROR: "error", logging.CRITICAL: "error"}
+
+
+class _Formatter(logging.Formatter):
+    """ts, level, caller, msg, then the record's ``fields`` (extra={"fields": {...}})."""
+
+    def __init__(self, style: str):
+        super().__init__()
+        self._json = style == "json"
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        entry = {"ts": ts.replace("+00:00", "Z"),
+                 "level": _LEVEL_NAMES.get(record.levelno, record.levelname.lower()),
+                 "caller": f"{record.module}.py:{record.lineno}",
+                 "msg": record.getMessage(), **getattr(record, "fields", {})}
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        if self._json:
+            return json.dumps(entry, default=str, ensure_ascii=False)
+        return " ".join(f"{key}={_logfmt_value(value)}" for key, value in entry.items())
+
+
+def _logfmt_value(value: Any) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    if text and not any(c in text for c in ' ="\\') and text.isprintable():
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def setup_logging(level: str, style: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter(style))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(_LEVELS[level])
+
+
+# ---- Command line: the flags every Prometheus exporter shares, each also an environment variable
+
+DEFAULT_PORT = 9648
+ENV_PREFIX = "CALL_REAPER_EXPORTER_"
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    env: str
+    default: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        return self.name[2:].replace(".", "_").replace("-", "_")
+
+
+# One table drives argparse, the environment and `--help`; docs/exporter.md lists the same.
+FLAGS: tuple[Flag, ...] = (
+    Flag("--web.listen-address", ENV_PREFIX + "WEB_LISTEN_ADDRESS", f":{DEFAULT_PORT}",
+         "address to serve on, host:port ([v6]:port; :port = every interface; port 0 = any "
+         "free port)", "ADDRESS"),
+    Flag("--web.telemetry-path", ENV_PREFIX + "WEB_TELEMETRY_PATH", "/metrics",
+         "path under which to expose the metrics", "PATH"),
+    Flag("--web.config.file", ENV_PREFIX + "WEB_CONFIG_FILE", "",
+         "exporter-toolkit web config (TLS, basic auth), read again for every connection and "
+         "request (docs/exporter.md); empty: plain HTTP, no auth", "FILE"),
+    Flag("--dsn", "DATABASE_URL", "",
+         "libpq connection string or URL of the messenger database, as the role "
+         "messenger_call_reaper_monitor; empty: the libpq PG* variables (PGHOST, PGPORT, "
+         "PGUSER, PGPASSWORD or ~/.pgpass, PGDATABASE)", "DSN"),
+    Flag("--connect-timeout", ENV_PREFIX + "CONNECT_TIMEOUT", "5",
+         "give up connecting after this long; the scrape reports up 0", "SECONDS"),
+    Flag("--statement-timeout", ENV_PREFIX + "STATEMENT_TIMEOUT", "5",
+         "server-side limit on the scrape query", "SECONDS"),
+    Flag("--log.level", ENV_PREFIX + "LOG_LEVEL", "info", "only log messages of this "
+         "severity or above", "LEVEL", tuple(_LEVELS)),
+    Flag("--log.format", ENV_PREFIX + "LOG_FORMAT", "logfmt", "log line format", "FORMAT",
+         ("logfmt", "json")),
+)
+# 1.x flags: refused with the name of their replacement rather than half-honoured (--port and
+# --listen-address are now one flag).
+REMOVED_FLAGS = {"--port": "--web.listen-address=:PORT",
+                 "--listen-address": "--web.listen-address=ADDRESS:PORT",
+                 "--log-level": "--log.level"}
+
+
+class _Removed(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} was removed in version 2.0.0: use "
+                     f"{REMOVED_FLAGS[option_string]}")
+
+
+def version_text() -> str:
+    return (f"call-reaper-exporter, version {BUILD['version']} (revision: {BUILD['revision']}, "
+            f"python: {BUILD['pythonversion']})")
+
+
+def parse_listen_address(value: str) -> tuple[str, int]:
+    """(host, port) of host:port, [v6]:port or :port; host "" means every interface."""
+    found = re.fullmatch(r"(\[[0-9A-Fa-f:.%\w]+\]|[^:\[\]]*):(\d{1,5})", value)
+    if not found or int(found.group(2)) > 65535:
+        raise ValueError(f"--web.listen-address {value!r} is not host:port, [ipv6]:port or "
+                         ":port (port 0-65535)")
+    return found.group(1).strip("[]"), int(found.group(2))
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="call-reaper-exporter",
-        description="Serve the call-timeout reaper's metrics (kept in PostgreSQL) on /metrics.")
-    parser.add_argument(
-        "--dsn", default=os.environ.get("DATABASE_URL", ""),
-        help="libpq connection string or URL of the messenger database, as the role "
-             "messenger_call_reaper_monitor (default: $DATABASE_URL, else the libpq PG* "
-             "variables: PGHOST, PGPORT, PGUSER, PGPASSWORD or ~/.pgpass, PGDATABASE)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"HTTP port to serve /metrics on (default {DEFAULT_PORT}; 0 = any)")
-    parser.add_argument("--listen-address", default="0.0.0.0",
-                        help="address to bind (default 0.0.0.0, all IPv4 interfaces)")
-    parser.add_argument("--connect-timeout", type=float, default=5, metavar="SECONDS",
-                        help="give up connecting after this long; the scrape reports up 0 "
-                             "(default 5)")
-    parser.add_argument("--statement-timeout", type=float, default=5, metavar="SECONDS",
-                        help="server-side limit on the scrape query (default 5)")
-    parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+        prog="call-reaper-exporter", allow_abbrev=False,
+        description="Serve the call-timeout reaper's metrics (kept in PostgreSQL) to Prometheus. "
+                    "Every flag can also be set by the environment variable named in its help; "
+                    "the flag wins.")
+    for flag in FLAGS:
+        shown = f"'{flag.default}'" if flag.default else "empty"
+        parser.add_argument(flag.name, dest=flag.dest,
+                            default=os.environ.get(flag.env, flag.default), metavar=flag.metavar,
+                            help=f"{flag.help} (env {flag.env}; default {shown}"
+                                 + (f"; one of {', '.join(flag.choices)}" if flag.choices else "")
+                                 + ")")
+    parser.add_argument("--version", action="version", version=version_text())
+    for old in REMOVED_FLAGS:
+        parser.add_argument(old, action=_Removed, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+
+    for flag in FLAGS:
+        value = getattr(args, flag.dest)
+        if flag.choices and value not in flag.choices:
+            parser.error(f"{flag.name} (or {flag.env}) {value!r}: choose one of "
+                         f"{', '.join(flag.choices)}")
+    try:
+        args.host, args.port = parse_listen_address(args.web_listen_address)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not args.web_telemetry_path.startswith("/") or args.web_telemetry_path == "/":
+        parser.error(f"--web.telemetry-path {args.web_telemetry_path!r} must start with / and "
+                     "name a path other than / (the landing page)")
+    try:
+        args.connect_timeout = float(args.connect_timeout)
+        args.statement_timeout = float(args.statement_timeout)
+    except ValueError:
+        parser.error("--connect-timeout and --statement-timeout take seconds (a number)")
+    if not (0 < args.connect_timeout < 3600 and 0 < args.statement_timeout < 3600):
+        parser.error("--connect-timeout and --statement-timeout must be positive (under an hour)")
     try:
         args.masked_dsn = mask_dsn(args.dsn)
     except psycopg.ProgrammingError:
         # A malformed DSN is a configuration error, not an outage: refuse to start. libpq's
         # message quotes the token it choked on, which may be the password: not repeated here.
         parser.error("--dsn (or DATABASE_URL) is not a valid libpq connection string or URL")
-    if args.connect_timeout <= 0 or args.statement_timeout <= 0:
-        parser.error("--connect-timeout and --statement-timeout must be positive")
+    args.web_config = None
+    if args.web_config_file:
+        args.web_config = WebConfigFile(args.web_config_file)
+        try:
+            args.web_tls = args.web_config.check().tls is not None
+        except WebConfigError as exc:
+            parser.error(f"--web.config.file: {exc}")
+    else:
+        args.web_tls = False
     return args
+
+
+# ---- HTTP(S) server ----------------------------------------------------------------------------
+
+LANDING_PAGE = """<!DOCTYPE html>
+<html><head><title>call-reaper-exporter</title></head>
+<body><h1>call-reaper-exporter</h1><p>Version {version}</p>
+<p><a href="{path}">Metrics</a></p></body></html>
+"""
+
+
+def make_app(registry: Collector, telemetry_path: str, web_config: WebConfigFile | None):
+    """The WSGI app: basic auth (when configured) in front of every path, as exporter-toolkit."""
+    metrics = make_wsgi_app(registry)
+    landing = LANDING_PAGE.format(version=BUILD["version"], path=telemetry_path).encode()
+
+    def reply(start_response, status: str, body: bytes, headers=()):
+        start_response(status, [("Content-Type", "text/plain; charset=utf-8"), *headers])
+        return [body]
+
+    def app(environ, start_response):
+        if web_config is not None:
+            try:
+                config = web_config.load()
+            except WebConfigError as exc:
+                log.error("web config unusable, refusing the request", extra={"fields": {
+                    "err": str(exc)}})
+                return reply(start_response, "500 Internal Server Error",
+                             b"web config file unusable, see the exporter's log\n")
+            if not web_config.authorized(config, environ.get("HTTP_AUTHORIZATION")):
+                log.debug("unauthorized request", extra={"fields": {
+                    "remote": environ.get("REMOTE_ADDR"), "path": environ.get("PATH_INFO")}})
+                return reply(start_response, "401 Unauthorized", b"Unauthorized\n",
+                             [("WWW-Authenticate", 'Basic realm="call-reaper-exporter"')])
+        path = environ.get("PATH_INFO") or "/"
+        if path == telemetry_path:
+            return metrics(environ, start_response)
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [landing]
+        return reply(start_response, "404 Not Found", b"Not Found\n")
+
+    return app
+
+
+class _Handler(WSGIRequestHandler):
+    # Bounds a client that connects and never finishes its TLS handshake or request.
+    timeout = 30
+
+    def log_message(self, format, *args):
+        log.debug("request", extra={"fields": {"remote": self.client_address[0],
+                                               "line": format % args}})
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    web_config: WebConfigFile | None = None
+    tls = False
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6:
+            # ":port" means every interface, IPv4 too, as Go's net.Listen does.
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+    def process_request_thread(self, request, client_address):
+        # TLS is set up here, in the connection's own thread, with the certificate as the web
+        # config names it now: a slow handshake holds up nobody else, and a renewed
+        # certificate is served from the next connection on.
+        try:
+            if self.tls:
+                context = self.web_config.load().tls.context()
+                request = context.wrap_socket(request, server_side=True,
+                                              do_handshake_on_connect=False)
+            self.finish_request(request, client_address)
+        except WebConfigError as exc:
+            log.error("web config unusable, closing the connection",
+                      extra={"fields": {"err": str(exc)}})
+        except (OSError, ssl.SSLError) as exc:
+            # Handshake failures (a wrong client certificate, plain HTTP to the TLS port) and
+            # resets: the client's problem, not the exporter's.
+            log.debug("connection failed", extra={"fields": {
+                "remote": client_address[0], "err": str(exc)}})
+        finally:
+            self.shutdown_request(request)
+
+
+def serve(args: argparse.Namespace, registry: Collector) -> _Server:
+    host = args.host
+    family = socket.AF_INET6 if ":" in host or (host == "" and socket.has_ipv6) else socket.AF_INET
+    server_class = type("Server", (_Server,), {"address_family": family,
+                                              "web_config": args.web_config,
+                                              "tls": args.web_tls})
+    bind = host or ("::" if family == socket.AF_INET6 else "0.0.0.0")
+    server = server_class((bind, args.port), _Handler)
+    server.set_app(make_app(registry, args.web_telemetry_path, args.web_config))
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(args.log_level, args.log_format)
+    log.info("starting call-reaper-exporter", extra={"fields": BUILD})
     collector = ReaperCollector(args.dsn, args.connect_timeout, args.statement_timeout)
     REGISTRY.register(collector)
-    server, _ = start_http_server(args.port, addr=args.listen_address, registry=REGISTRY)
+    try:
+        server = serve(args, REGISTRY)
+    except OSError as exc:
+        log.error("cannot listen", extra={"fields": {"address": args.web_listen_address,
+                                                     "err": exc.strerror or str(exc)}})
+        return 1
     host, port = server.server_address[:2]
-    log.info("serving /metrics on %s:%d, dsn=%s", host, port, args.masked_dsn)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    log.info("listening", extra={"fields": {
+        "address": address, "telemetry_path": args.web_telemetry_path, "tls": args.web_tls,
+        "basic_auth": bool(args.web_config and args.web_config.load().users),
+        "dsn": args.masked_dsn}})
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -326,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     server.shutdown()
+    server.server_close()
     collector.close()
     log.info("stopped")
     return 0

@@ -480,7 +480,7 @@ def test_the_exporter_scrapes_a_coordinator_as_the_monitor_role(conn, tmp_path):
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
     exporter = subprocess.Popen([str(ROOT / ".venv" / "bin" / "call-reaper-exporter"), "--dsn", dsn,
-                                 "--port", str(free), "--listen-address", "127.0.0.1"],
+                                 "--web.listen-address", f"127.0.0.1:{free}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         text = ""

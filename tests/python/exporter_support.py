@@ -7,11 +7,14 @@ import json
 import os
 import re
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from base64 import b64encode
 from pathlib import Path
 
 import pytest
@@ -63,7 +66,8 @@ def collect_once(collector) -> CollectorRegistry:
 
 
 class Exporter:
-    """call-reaper-exporter running as its own process, on a loopback port it picked."""
+    """call-reaper-exporter running as its own process, on a loopback port it picked; over
+    HTTPS when its --web.config.file turns TLS on (its start line says so)."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None):
         script = Path(sys.executable).with_name("call-reaper-exporter")
@@ -73,14 +77,18 @@ class Exporter:
         # Never an inherited DATABASE_URL: each test says where the exporter connects.
         env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"}, **(env or {})}
         self.proc = subprocess.Popen(
-            [str(script), "--port", "0", "--listen-address", "127.0.0.1", *args],
+            [str(script), "--web.listen-address", "127.0.0.1:0", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        found = self.wait_for_log(r"serving /metrics on 127\.0\.0\.1:(\d+)", timeout=15)
+        # The start line, logfmt or JSON: msg listening, address, telemetry_path, tls.
+        found = self.wait_for_log(r'\bmsg"?[=:] ?"?listening"?,? "?address"?[=:] ?"?127\.0\.0\.1:'
+                                  r'(\d+)"?,? "?telemetry_path"?[=:] ?"?([^"\s]+)"?,? "?tls"?[=:] ?'
+                                  r'(true|false)', timeout=15)
         self.port = int(found.group(1))
-        self.url = f"http://127.0.0.1:{self.port}/metrics"
+        scheme = "https" if found.group(3) == "true" else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}{found.group(2)}"
 
     def _read(self) -> None:
         for line in self.proc.stderr:
@@ -102,9 +110,19 @@ class Exporter:
         pytest.fail(f"exporter never logged /{pattern}/ (exit code {self.proc.poll()}):\n"
                     f"{self.log}", pytrace=False)
 
-    def scrape(self, timeout: float = 10) -> tuple[CollectorRegistry, dict[str, str]]:
+    def get(self, url: str | None = None, auth: tuple[str, str] | None = None,
+            cafile: Path | None = None, timeout: float = 10):
+        """One GET (of the metrics by default): the open response; HTTPError for 4xx/5xx."""
+        request = urllib.request.Request(url or self.url)
+        if auth:
+            request.add_header("Authorization",
+                               "Basic " + b64encode(":".join(auth).encode()).decode())
+        context = ssl.create_default_context(cafile=str(cafile)) if cafile else None
+        return urllib.request.urlopen(request, timeout=timeout, context=context)
+
+    def scrape(self, timeout: float = 10, **get) -> tuple[CollectorRegistry, dict[str, str]]:
         """One GET /metrics: (the parsed families frozen for get_sample_value, {family: type})."""
-        with urllib.request.urlopen(self.url, timeout=timeout) as response:
+        with self.get(timeout=timeout, **get) as response:
             assert response.status == 200
             families = list(text_string_to_metric_families(response.read().decode()))
         return snapshot(families), {f.name: f.type for f in families}
@@ -138,3 +156,37 @@ def dashboard_queries() -> list[str]:
 
     walk(json.loads(DASHBOARD.read_text()))
     return found
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_certificates(directory: Path) -> dict[str, Path]:
+    """A throwaway CA and a server certificate for 127.0.0.1 signed by it (openssl), plus a
+    client certificate from the same CA: {"ca", "server.crt", "server.key", "client.crt",
+    "client.key"} -> paths."""
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+            "-keyout", "ca.key", "-out", "ca.crt")
+    for name, extension in (("server", "subjectAltName=IP:127.0.0.1"),
+                            ("client", "extendedKeyUsage=clientAuth")):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                "-keyout", f"{name}.key", "-out", f"{name}.csr")
+        (directory / f"{name}.ext").write_text(extension + "\n")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "1", "-extfile", f"{name}.ext", "-out", f"{name}.crt")
+    return {"ca": directory / "ca.crt", **{f"{n}.{e}": directory / f"{n}.{e}"
+                                           for n in ("server", "client") for e in ("crt", "key")}}
+
+
+def bcrypt_hash(password: str) -> str:
+    """A hash for basic_auth_users; htpasswd -B writes $2y$, the form exporter-toolkit shows."""
+    import bcrypt
+
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(4)).decode().replace("$2b$", "$2y$")

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from call_reaper_exporter import METRICS, PREFIX, ReaperCollector
+from call_reaper_exporter import BUILD, METRICS, PREFIX, ReaperCollector
 from exporter_support import collect_once, sample, samples_of
 from prometheus_client import CollectorRegistry
 from reaper_facts import LOCK_KEY_SQL
@@ -20,6 +20,8 @@ from reaper_facts import MONITOR_ROLE as MONITOR
 from reaper_support import reap, wait_for
 
 P = PREFIX
+# What a scrape serves when the database does not answer: up 0 and the build info, nothing else.
+DOWN = {(P + "up", frozenset()): 0, (P + "build_info", frozenset(BUILD.items())): 1}
 # Far in the future, so the scheduled job (whose as_of is now) never finds these calls due.
 T = datetime(2100, 1, 1, tzinfo=UTC)
 POISON_CALLER = uuid.UUID("00000000-0000-0000-0000-00000000d3ad")
@@ -70,7 +72,9 @@ def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused
     collected = [(f.name, f.type, f.documentation) for f in collector.collect()]
     collector.close()
     assert collected == described
-    assert len(described) == len(METRICS) == 16
+    # build_info beside the table: it describes the process, not the database.
+    assert described[0][0] == P + "build_info"
+    assert len(described) == len(METRICS) + 1 == 17
 
 
 def test_every_metrics_column_feeds_exactly_one_family(conn):
@@ -200,8 +204,8 @@ def test_unreachable_database_reports_up_0_only(caplog):
         f"host=127.0.0.1 port={closed_port()} dbname=messenger user={MONITOR} password=x",
         connect_timeout=2)
     with caplog.at_level(logging.WARNING, logger="call_reaper_exporter"):
-        assert samples_of(collect_once(collector).collect()) == {(P + "up", frozenset()): 0}
-        assert samples_of(collect_once(collector).collect()) == {(P + "up", frozenset()): 0}
+        assert samples_of(collect_once(collector).collect()) == DOWN
+        assert samples_of(collect_once(collector).collect()) == DOWN
     # An outage is one warning, not one per scrape.
     assert len(caplog.records) == 1
     assert "OperationalError" in caplog.records[0].getMessage()
@@ -232,7 +236,7 @@ def test_slow_database_reports_up_0_after_statement_timeout_then_recovers(
     holder.execute("SELECT 1")
     holder.close()
     print(f"\nscrape behind a held lock, 1 s statement timeout: up 0 after {elapsed:.2f} s")
-    assert samples_of(scraped[0].collect()) == {(P + "up", frozenset()): 0}
+    assert samples_of(scraped[0].collect()) == DOWN
     assert "QueryCanceled" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="call_reaper_exporter"):

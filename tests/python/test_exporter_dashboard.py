@@ -1,17 +1,45 @@
 """The Grafana dashboard and the alert rules only query metrics the exporter really serves (names
-taken from a real scrape), and the dashboard shows cycles, items, backlog, reap lag and errors."""
+taken from a real scrape); the dashboard shows cycles, items, backlog, reap lag, errors, job
+failures and build info, per job and instance, with a panel linked to each alert's runbook; the
+alerts keep the monitoring-mixin conventions and the runbook lists every one of them."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+import yaml
 from call_reaper_exporter import PREFIX, ReaperCollector
-from exporter_support import REPO, collect_once, dashboard_queries, sample, samples_of
+from exporter_support import (
+    DASHBOARD,
+    REPO,
+    collect_once,
+    dashboard_queries,
+    sample,
+    samples_of,
+)
 
 P = PREFIX
 ALERTS = REPO / "monitoring" / "alerts.yml"
+RUNBOOK = REPO / "docs" / "runbooks" / "call-timeout-reaper.md"
 NAME = re.compile(r"\bmessenger_call_reaper_[A-Za-z0-9_:]*")
+# The metrics an expression reads: ours, and Prometheus' own `up` of the exporter's target.
+READS = re.compile(r"\b(?:messenger_call_reaper_[A-Za-z0-9_:]*|(?<![\w:])up(?=\{))")
+BASE = re.search(r"^#\s+runbook base URL: (\S+)$", ALERTS.read_text(), re.MULTILINE).group(1)
+
+
+def rules() -> list[dict]:
+    return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"]
+            for rule in group["rules"] if "alert" in rule]
+
+
+def panels() -> list[dict]:
+    return json.loads(DASHBOARD.read_text())["panels"]
+
+
+def panel_queries(panel: dict) -> list[str]:
+    return [t["expr"] for t in panel.get("targets", [])]
 
 
 @pytest.fixture
@@ -44,19 +72,65 @@ def test_alert_rules_mention_only_served_metrics(served):
     ("reap-lag quantiles", (r"histogram_quantile\(0\.\d+, sum by \(le\) \(rate\("
                             r"messenger_call_reaper_reap_lag_seconds_bucket\b")),
     ("errors", r"rate\(messenger_call_reaper_errors_total\b"),
+    ("job failures", r"messenger_call_reaper_job_failing\b"),
+    ("build info", r"messenger_call_reaper_build_info\b"),
 ])
 def test_dashboard_shows(what, pattern):
     assert any(re.search(pattern, query) for query in dashboard_queries()), what
 
 
-def test_alert_runbook_links_resolve():
-    runbook = REPO / "docs" / "runbooks" / "call-timeout-reaper.md"
+def runbook_anchors() -> set[str]:
     # GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens.
-    anchors = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", runbook.read_text(), re.MULTILINE)}
-    links = re.findall(r"runbook_url: (\S+)", ALERTS.read_text())
-    assert len(links) == len(re.findall(r"- alert: ", ALERTS.read_text()))
-    for link in links:
-        path, _, anchor = link.partition("#")
-        assert (REPO / path).resolve() == runbook.resolve(), link
-        assert anchor in anchors, link
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.+)$", RUNBOOK.read_text(), re.MULTILINE)}
+
+
+def test_alerts_follow_the_mixin_conventions():
+    assert len(rules()) == len(re.findall(r"- alert: ", ALERTS.read_text()))
+    for rule in rules():
+        name = rule["alert"]
+        assert rule["labels"]["severity"] in ("critical", "warning"), name
+        assert rule.get("for"), f"{name} has no for:"
+        assert "{{" not in rule["annotations"]["summary"], f"{name}: summary must be static"
+        assert rule["annotations"]["description"], name
+
+
+def test_every_runbook_link_is_under_the_one_base_and_resolves():
+    assert BASE.startswith("https://") and BASE.endswith("docs/runbooks/call-timeout-reaper.md")
+    dashboard_links = [link["url"] for panel in panels() for link in panel.get("links", [])]
+    for url in [r["annotations"]["runbook_url"] for r in rules()] + dashboard_links:
+        base, _, anchor = url.partition("#")
+        assert base == BASE, url
+        assert anchor in runbook_anchors(), url
+
+
+def test_the_exporters_own_target_has_rules():
+    exprs = {r["alert"]: r["expr"] for r in rules()}
+    assert any(re.fullmatch(r'up\{job="[^"]+"\} == 0', e) for e in exprs.values()), exprs
+    assert any(re.fullmatch(r'absent\(up\{job="[^"]+"\}\)', e) for e in exprs.values()), exprs
+
+
+def test_every_alert_has_a_panel_linked_to_its_runbook():
+    for rule in rules():
+        reads = set(READS.findall(rule["expr"]))
+        assert reads, rule["alert"]
+        linked = [p for p in panels()
+                  if rule["annotations"]["runbook_url"] in [lk["url"] for lk in p.get("links", [])]
+                  and reads <= {n for q in panel_queries(p) for n in READS.findall(q)}]
+        assert linked, f"{rule['alert']}: no panel showing {sorted(reads)} links its runbook"
+
+
+def test_dashboard_selects_by_job_and_instance():
+    variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
+    assert {"job", "instance"} <= set(variables)
+    assert '{job=~"$job"}' in variables["instance"]["definition"]
+    for panel in panels():
+        for query in panel_queries(panel):
+            for selector in re.findall(r"\b(?:messenger_call_reaper_\w+|up)(\{[^}]*\})?", query):
+                assert 'job=~"$job"' in selector and 'instance=~"$instance"' in selector, query
+
+
+def test_runbook_alert_table_lists_every_alert():
+    section = RUNBOOK.read_text().split("\n## Alerts\n", 1)[1].split("\n### ", 1)[0]
+    listed = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+    assert sorted(listed) == sorted(r["alert"] for r in rules())

@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from call_reaper_exporter import PREFIX
+from call_reaper_exporter import BUILD, PREFIX
 from exporter_support import RUN_RESULT_COLUMNS, sample, samples_of
 from psycopg.conninfo import conninfo_to_dict
 from reaper_support import reap
@@ -102,7 +102,7 @@ def test_unreachable_database_up_0_and_keeps_serving(start_exporter):
         samples, _ = exporter.scrape()
         ours = {key: value for key, value in samples_of(samples.collect()).items()
                 if key[0].startswith(P)}
-        assert ours == {(P + "up", frozenset()): 0}
+        assert ours == {(P + "up", frozenset()): 0, (P + "build_info", frozenset(BUILD.items())): 1}
     assert exporter.proc.poll() is None, "the process keeps running"
     assert exporter.stop() == 0
     assert password not in exporter.log
@@ -119,7 +119,7 @@ def test_dsn_defaults_to_database_url_then_libpq_variables(monitor_dsn, start_ex
     from_env = start_exporter(env=env_dsn)  # no --dsn, no DATABASE_URL
     samples, _ = from_env.scrape()
     assert sample(samples, P + "up") == 1, from_env.log
-    assert "dsn='' (libpq PG* environment)" in from_env.log
+    assert 'dsn="\'\' (libpq PG* environment)"' in from_env.log
 
     from_url = start_exporter(env={"DATABASE_URL": monitor_dsn, "PGUSER": "nobody"})
     samples, _ = from_url.scrape()

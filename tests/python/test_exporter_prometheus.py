@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -16,7 +17,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from call_reaper_exporter import PREFIX
-from exporter_support import REPO, RUN_RESULT_COLUMNS, dashboard_queries
+from exporter_support import (
+    REPO,
+    RUN_RESULT_COLUMNS,
+    bcrypt_hash,
+    dashboard_queries,
+    make_certificates,
+)
 from reaper_support import reap
 
 P = PREFIX
@@ -31,14 +38,14 @@ def free_port() -> int:
 
 
 class Prometheus:
-    def __init__(self, tmp_path, target: str):
+    def __init__(self, tmp_path, target: str | None = None, scrape_configs: list | None = None):
         self.port = free_port()
         config = tmp_path / "prometheus.yml"
         config.write_text(json.dumps({  # JSON is YAML
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(REPO / "monitoring" / "alerts.yml")],
-            "scrape_configs": [{"job_name": "call-reaper",
-                                "static_configs": [{"targets": [target]}]}],
+            "scrape_configs": scrape_configs or [{"job_name": "call-reaper",
+                                                  "static_configs": [{"targets": [target]}]}],
         }))
         self.log = tmp_path / "prometheus.log"
         with self.log.open("w") as log:
@@ -148,7 +155,8 @@ def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paus
     for query in dashboard_queries():
         if query.startswith("label_values("):
             continue
-        expr = query.replace("$instance", ".*").replace("$__rate_interval", "10s")
+        expr = (query.replace("$instance", ".*").replace("$job", ".*")
+                .replace("$__rate_interval", "10s"))
         prometheus.query(expr)
     assert prometheus.query(f'{P}active_backlog{{instance=~".*"}}')
 
@@ -162,3 +170,40 @@ def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paus
     names = sorted(r["name"] for r in rules_evaluated()[1])
     assert names == sorted(re.findall(r"- alert: (\w+)", (REPO / "monitoring" /
                                                          "alerts.yml").read_text()))
+
+
+def test_prometheus_scrapes_over_https_with_basic_auth(tmp_path, start_exporter, monitor_dsn):
+    """Debian's Prometheus against --web.config.file: the right password over verified TLS
+    ingests the metrics; a wrong one is refused with 401 and ingests none."""
+    deadline = time.monotonic() + DEADLINE
+    certs = make_certificates(tmp_path)
+    password = secrets.token_urlsafe(16)
+    web = tmp_path / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: {certs['server.crt']}\n"
+                   f"  key_file: {certs['server.key']}\n"
+                   f"basic_auth_users:\n  prometheus: {bcrypt_hash(password)}\n")
+    exporter = start_exporter("--dsn", monitor_dsn, "--web.config.file", str(web))
+    assert exporter.url.startswith("https://")
+    jobs = []
+    for job, secret in (("call-reaper", password), ("call-reaper-wrong-password", "wrong")):
+        (tmp_path / job).write_text(secret)
+        jobs.append({"job_name": job, "scheme": "https",
+                     "tls_config": {"ca_file": str(certs["ca"])},
+                     "basic_auth": {"username": "prometheus", "password_file": str(tmp_path / job)},
+                     "static_configs": [{"targets": [f"127.0.0.1:{exporter.port}"]}]})
+    server = Prometheus(tmp_path, scrape_configs=jobs)
+    try:
+        server.wait("scraped over HTTPS with up 1", lambda: server.value(
+            f'{P}up{{job="call-reaper"}}') == 1, deadline)
+        assert server.value('up{job="call-reaper"}') == 1
+        assert server.value(f'{P}build_info{{job="call-reaper", version="2.0.0"}}') == 1
+
+        def refused():
+            [target] = [t for t in server.get("/api/v1/targets")["data"]["activeTargets"]
+                        if t["labels"]["job"] == "call-reaper-wrong-password"]
+            return target["health"] == "down" and "401" in target["lastError"]
+        server.wait("the wrong password refused with 401", refused, deadline)
+        assert server.value('up{job="call-reaper-wrong-password"}') == 0
+        assert server.query('{job="call-reaper-wrong-password", __name__=~"messenger_.*"}') == []
+    finally:
+        server.stop()
