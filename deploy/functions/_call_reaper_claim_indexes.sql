@@ -11,8 +11,8 @@ BEGIN;
 -- enum status alike). The one home of that rule: the deploy uses a product index of it
 -- (the service's own index of active calls) instead of building ix_call_due, the verify asks
 -- that the claims have one, messenger._reap_pair that a pair's calls relation has one.
--- Where the index has no call_id after started_at, a claim orders calls of one started_at by an
--- incremental sort of that group alone (docs/design.md, "The due rule and its one index").
+-- Where the index has no call_id after started_at, a claim takes the calls of one started_at in
+-- the heap's order, as the index holds them (docs/design.md, "The due rule and its one index").
 -- A catalog read only; NULL or an unknown relation gives no rows.
 CREATE FUNCTION messenger._call_reaper_claim_indexes(p_calls regclass)
 RETURNS SETOF regclass

@@ -6,13 +6,19 @@ BEGIN;
 -- answer-call/end-call is skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts
 -- with the KEY SHARE locks that inserts of child rows take through a foreign key): at most
 -- p_limit calls of status p_status due at p_cutoff (messenger.call_is_due) in the range
--- [(p_lo_key, p_lo_id), (p_hi_key, p_hi_id)] of (started_at, call_id) of the claims' index
--- (messenger._call_reaper_claim_indexes: the product's own of active calls, or ix_call_due), not in p_taken
--- (claimed by an earlier lane), not quarantined when p_quarantined, in started_at order.
+-- p_lo_key .. p_hi_key of started_at of the claims' index (messenger._call_reaper_claim_indexes:
+-- the product's own of active calls, or ix_call_due), not in p_taken (claimed by an earlier
+-- lane), not quarantined when p_quarantined, in the index's order. A range is whole started_at
+-- groups: it starts at the first call of p_lo_key (after its last when p_lo_id is the max uuid)
+-- and ends with the last call of p_hi_key (before its first unless p_hi_id is the max uuid);
+-- within a group the index's own order, call_id on ix_call_due, the heap's on the product's
+-- index (which has no call_id), so that a lane never reads a group past its limit.
 -- Returns them (ids, started, keys: the instant each one's window counted from,
--- messenger.call_due_key, for the close's lag), where the walk stopped (upto: the last claimed
--- call of a full lane, the range's end otherwise) and skipped: the healthy due calls up to
--- there it passed because another transaction held them (or changed them after the snapshot),
+-- messenger.call_due_key, for the close's lag; in (started_at, call_id) order), where the walk
+-- stopped (upto: the last claimed call of a full lane, the range's end otherwise) and skipped:
+-- the healthy due calls it passed because another transaction held them (or changed them after
+-- the snapshot) up to there, the group upto_key excluded when the lane is full (its calls not
+-- claimed are walked again by the next lane or cycle, which starts at that group's first call),
 -- talkers: the calls up to there it walked that are not due (Answered calls still talking; a
 -- Ringing lane has none), and talking_since: the earliest updated_at among those (NULL for
 -- none), which messenger._reap_save_floor keeps with a stale-answered floor.
@@ -23,8 +29,8 @@ BEGIN;
 -- walks the claim's range in the claim's order (unordered, the planner would scan partitions by
 -- bitmap or sequentially instead). pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold
 -- both to a range scan of that index (ix_call_active and ix_call_due alike) that stops at the
--- range's end or the limit; on ix_call_active an incremental sort orders each started_at's
--- calls by call_id (enable_incremental_sort = on below).
+-- range's end or the limit; claim_equal_started_at holds a lane that starts inside a group
+-- of one started_at to the calls it claims, not the group.
 -- The count walks the range once, due or not (each entry's heap row is read for updated_at
 -- either way), so the talkers cost it nothing more.
 -- p_calls is the calls relation of the cycle's pair (messenger._reap_pair): messenger.call_sessions
@@ -53,13 +59,18 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = on
 SET jit = off
 AS $$
 -- FOR UPDATE needs VOLATILE (PostgreSQL refuses it in a STABLE function), which plpgsql_check
 -- does not see: @plpgsql_check_options: performance_warnings = false
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;   -- text, varchar or the enum
+    -- The range in started_at: whole groups. A bound's id past every call (the max uuid) takes
+    -- in the hi group and leaves out the lo one; any other id the other way round. timestamptz
+    -- counts microseconds, so "after k" is ">= k + 1 µs": a bound the index can seek to.
+    c_after  constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
+    v_from   constant timestamptz := p_lo_key + CASE WHEN p_lo_id = c_after THEN interval '1 microsecond' ELSE interval '0' END;
+    v_to     constant timestamptz := p_hi_key - CASE WHEN p_hi_id = c_after THEN interval '0' ELSE interval '1 microsecond' END;
 BEGIN
     -- The default pair: this static statement, whose generic plan the session keeps.
     IF p_calls = 'messenger.call_sessions'::regclass THEN
@@ -68,11 +79,10 @@ BEGIN
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
            AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
-           AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= p_hi_key
-           AND (s.started_at, s.call_id) <= (p_hi_key, p_hi_id)
+           AND s.started_at >= v_from AND s.started_at <= v_to
            AND s.call_id <> ALL (p_taken)
            AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-         ORDER BY s.started_at, s.call_id
+         ORDER BY s.started_at
          LIMIT p_limit
            FOR NO KEY UPDATE OF s SKIP LOCKED
     ), batch AS (
@@ -83,10 +93,13 @@ BEGIN
     ), bound AS (
         SELECT b.*,
                CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_key ELSE b.started[p_limit] END AS upto_key,
-               CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_id ELSE b.ids[p_limit] END AS upto_id
+               CASE WHEN cardinality(b.ids) < p_limit THEN p_hi_id ELSE b.ids[p_limit] END AS upto_id,
+               CASE WHEN cardinality(b.ids) < p_limit THEN v_to ELSE b.started[p_limit] - interval '1 microsecond' END AS walked_to
           FROM batch AS b
     )
-    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, w.due - cardinality(b.ids), w.talkers, w.talking_since
+    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
+           w.due - (SELECT count(*) FROM unnest(b.started) AS u (started_at) WHERE u.started_at <= b.walked_to)::integer,
+           w.talkers, w.talking_since
       INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
       FROM bound AS b
      CROSS JOIN LATERAL
@@ -98,8 +111,7 @@ BEGIN
                      WHERE s.status = v_status
                        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                        AND s.started_at <= p_cutoff
-                       AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= b.upto_key
-                       AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
+                       AND s.started_at >= v_from AND s.started_at <= b.walked_to
                        AND s.call_id <> ALL (p_taken)
                        -- A call still talking is counted without a quarantine probe (counting a
                        -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
@@ -107,7 +119,7 @@ BEGIN
                        AND (NOT p_quarantined
                             OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
                             OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
-                     ORDER BY s.started_at, s.call_id) AS x) AS w;
+                     ORDER BY s.started_at) AS x) AS w;
     ELSE
         -- Another pair's calls relation: the same statement, planned per call
         -- (tests/python/test_pair_statements.py holds the two texts to one statement).
@@ -116,11 +128,10 @@ BEGIN
           FROM %1$s AS s
          WHERE s.status = $1
            AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
-           AND (s.started_at, s.call_id) >= ($3, $4) AND s.started_at <= $5
-           AND (s.started_at, s.call_id) <= ($5, $6)
+           AND s.started_at >= $3 AND s.started_at <= $4
            AND s.call_id <> ALL ($7)
            AND (NOT $8 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-         ORDER BY s.started_at, s.call_id
+         ORDER BY s.started_at
          LIMIT $9
            FOR NO KEY UPDATE OF s SKIP LOCKED
     ), batch AS (
@@ -131,10 +142,13 @@ BEGIN
     ), bound AS (
         SELECT b.*,
                CASE WHEN cardinality(b.ids) < $9 THEN $5 ELSE b.started[$9] END AS upto_key,
-               CASE WHEN cardinality(b.ids) < $9 THEN $6 ELSE b.ids[$9] END AS upto_id
+               CASE WHEN cardinality(b.ids) < $9 THEN $6 ELSE b.ids[$9] END AS upto_id,
+               CASE WHEN cardinality(b.ids) < $9 THEN $4 ELSE b.started[$9] - interval '1 microsecond' END AS walked_to
           FROM batch AS b
     )
-    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id, w.due - cardinality(b.ids), w.talkers, w.talking_since
+    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
+           w.due - (SELECT count(*) FROM unnest(b.started) AS u (started_at) WHERE u.started_at <= b.walked_to)::integer,
+           w.talkers, w.talking_since
       FROM bound AS b
      CROSS JOIN LATERAL
            (SELECT count(*) FILTER (WHERE x.due)::integer AS due,
@@ -145,8 +159,7 @@ BEGIN
                      WHERE s.status = $1
                        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
                        AND s.started_at <= $2
-                       AND (s.started_at, s.call_id) >= ($3, $4) AND s.started_at <= b.upto_key
-                       AND (s.started_at, s.call_id) <= (b.upto_key, b.upto_id)
+                       AND s.started_at >= $3 AND s.started_at <= b.walked_to
                        AND s.call_id <> ALL ($7)
                        -- A call still talking is counted without a quarantine probe (counting a
                        -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
@@ -154,9 +167,9 @@ BEGIN
                        AND (NOT $8
                             OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
                             OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
-                     ORDER BY s.started_at, s.call_id) AS x) AS w$pair$, p_calls)
+                     ORDER BY s.started_at) AS x) AS w$pair$, p_calls)
            INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
-          USING v_status, p_cutoff, p_lo_key, p_lo_id, p_hi_key, p_hi_id, p_taken, p_quarantined, p_limit;
+          USING v_status, p_cutoff, v_from, v_to, p_hi_key, p_hi_id, p_taken, p_quarantined, p_limit;
     END IF;
     skipped := greatest(skipped, 0);
 END

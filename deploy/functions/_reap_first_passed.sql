@@ -28,22 +28,24 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;
+    -- Whole started_at groups, as messenger._reap_claim_lane reads its range.
+    c_after  constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;
+    v_from   constant timestamptz := p_lo_key + CASE WHEN p_lo_id = c_after THEN interval '1 microsecond' ELSE interval '0' END;
+    v_to     constant timestamptz := p_hi_key - CASE WHEN p_hi_id = c_after THEN interval '0' ELSE interval '1 microsecond' END;
 BEGIN
     IF p_calls = 'messenger.call_sessions'::regclass THEN
     SELECT s.started_at, s.call_id INTO due_key, call_id
       FROM messenger.call_sessions AS s
      WHERE s.status = v_status
        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-       AND (s.started_at, s.call_id) >= (p_lo_key, p_lo_id) AND s.started_at <= p_hi_key
-       AND (s.started_at, s.call_id) <= (p_hi_key, p_hi_id)
+       AND s.started_at >= v_from AND s.started_at <= v_to
        AND s.call_id <> ALL (p_claimed)
        AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-     ORDER BY s.started_at, s.call_id
+     ORDER BY s.started_at
      LIMIT 1;
     ELSE
         -- Another pair's calls relation: the same statement, planned per call
@@ -52,14 +54,13 @@ BEGIN
       FROM %1$s AS s
      WHERE s.status = $1
        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-       AND (s.started_at, s.call_id) >= ($2, $3) AND s.started_at <= $4
-       AND (s.started_at, s.call_id) <= ($4, $5)
-       AND s.call_id <> ALL ($6)
-       AND (NOT $7 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-     ORDER BY s.started_at, s.call_id
+       AND s.started_at >= $2 AND s.started_at <= $3
+       AND s.call_id <> ALL ($4)
+       AND (NOT $5 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+     ORDER BY s.started_at
      LIMIT 1$pair$, p_calls)
            INTO due_key, call_id
-          USING v_status, p_lo_key, p_lo_id, p_hi_key, p_hi_id, p_claimed, p_quarantined;
+          USING v_status, v_from, v_to, p_claimed, p_quarantined;
     END IF;
 END
 $$;

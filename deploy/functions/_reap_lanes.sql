@@ -26,7 +26,6 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE
@@ -113,19 +112,19 @@ BEGIN
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
                     AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
+                    AND s.started_at >= l.backlog_key + CASE WHEN l.backlog_id = c_uuid_max THEN interval '1 microsecond' ELSE interval '0' END
                     AND s.started_at <= l.fresh_from
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-                  ORDER BY s.started_at, s.call_id
+                  ORDER BY s.started_at
                   LIMIT 1)
                 UNION ALL
                 (SELECT s.started_at, s.call_id, false
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
                     AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND (s.started_at, s.call_id) >= (l.backlog_key, l.backlog_id)
+                    AND s.started_at >= l.backlog_key + CASE WHEN l.backlog_id = c_uuid_max THEN interval '1 microsecond' ELSE interval '0' END
                     AND s.started_at <= l.fresh_from
-                  ORDER BY s.started_at DESC, s.call_id DESC
+                  ORDER BY s.started_at DESC
                   LIMIT 1)) AS x
          LIMIT 1;
         ELSE
@@ -136,23 +135,23 @@ BEGIN
                    FROM %1$s AS s
                   WHERE s.status = $1
                     AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND (s.started_at, s.call_id) >= ($2, $3)
+                    AND s.started_at >= $2 + CASE WHEN $3 = $5 THEN interval '1 microsecond' ELSE interval '0' END
                     AND s.started_at <= $4
                     AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-                  ORDER BY s.started_at, s.call_id
+                  ORDER BY s.started_at
                   LIMIT 1)
                 UNION ALL
                 (SELECT s.started_at, s.call_id, false
                    FROM %1$s AS s
                   WHERE s.status = $1
                     AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND (s.started_at, s.call_id) >= ($2, $3)
+                    AND s.started_at >= $2 + CASE WHEN $3 = $5 THEN interval '1 microsecond' ELSE interval '0' END
                     AND s.started_at <= $4
-                  ORDER BY s.started_at DESC, s.call_id DESC
+                  ORDER BY s.started_at DESC
                   LIMIT 1)) AS x
          LIMIT 1$pair$, p_run.calls)
                INTO v_key, v_id, v_healthy
-              USING v_status, l.backlog_key, l.backlog_id, l.fresh_from;
+              USING v_status, l.backlog_key, l.backlog_id, l.fresh_from, c_uuid_max;
         END IF;
         -- EXECUTE sets no FOUND; started_at is never NULL.
         IF v_key IS NOT NULL THEN

@@ -25,12 +25,14 @@ BEGIN;
 --            room, from the claim floor (_reap_lanes checks it, _reap_save_floor moves it; the
 --            stale-answered floor also keeps talking_since, the earliest updated_at of the calls
 --            still talking that the backlog lane and the sweep walked: their claims return it).
--- A lane is a range of ix_call_due's key, (started_at, call_id); phase 2's order is started_at
--- too, not the SPEC's updated_at (which a progress update changes: docs/design.md).
+-- A lane is a range of whole started_at groups of the claims' index (messenger._reap_claim_lane
+-- says how a (started_at, call_id) bound maps onto groups); phase 2's order is started_at too,
+-- not the SPEC's updated_at (which a progress update changes: docs/design.md). A floor inside a
+-- group has the next cycle start at that group's first call.
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
 -- or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold it to that) together
 -- with its skipped_locked count: healthy due calls inside the range it walked (up to the last
--- claimed call of a full lane, to the lane's end otherwise) that it passed because another
+-- claimed call's group of a full lane, to the lane's end otherwise) that it passed because another
 -- transaction held them (or changed them after the cycle's snapshot); not capped.
 -- Close: messenger._reap_close (set-based, poison bisected and quarantined, transient errors
 -- re-raised, a budget of subtransactions; calls left untried are counted in deferred).
@@ -49,10 +51,8 @@ BEGIN;
 --     partitioned call_sessions, once per partition per cycle); the generic plans are the same
 --     range scans and prune partitions at executor start-up;
 --   * enable_sort = off: a claim walks its index (messenger._call_reaper_claim_indexes) in key
---     order and never sorts a lane; enable_incremental_sort = on: on the product's own index of
---     active calls, (status, started_at) without call_id, the calls of one started_at are put in
---     call_id order by an incremental sort of that group alone (one or a few rows), never of
---     the lane;
+--     order and never sorts a lane (on the product's own index of active calls, (status,
+--     started_at) without call_id, the calls of one started_at come in the heap's order);
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
 CREATE FUNCTION messenger._reap_phase(
@@ -68,7 +68,6 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off
-SET enable_incremental_sort = on
 SET jit = off
 AS $$
 DECLARE

@@ -68,6 +68,7 @@ DECLARE
     v_passed  bigint;
     v_swept   boolean;
     v_anchor  timestamptz;
+    c_after   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;   -- an id bound past a key's every call
 BEGIN
     IF p_outcome.skipped > 0 THEN
         SELECT x.due_key, x.call_id INTO v_key, v_id
@@ -86,8 +87,7 @@ BEGIN
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
            AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-           AND (s.started_at, s.call_id) <= (p_outcome.upto_key, p_outcome.upto_id)
-           AND s.started_at <= p_outcome.upto_key
+           AND s.started_at <= p_outcome.upto_key - CASE WHEN p_outcome.upto_id = c_after THEN interval '0' ELSE interval '1 microsecond' END
          ORDER BY s.started_at DESC, s.call_id DESC
          LIMIT 1;
         ELSE
@@ -97,14 +97,13 @@ BEGIN
           FROM %1$s AS s
          WHERE s.status = $1
            AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-           AND (s.started_at, s.call_id) <= ($2, $3)
-           AND s.started_at <= $2
+           AND s.started_at <= $2 - CASE WHEN $3 = $4 THEN interval '0' ELSE interval '1 microsecond' END
          ORDER BY s.started_at DESC, s.call_id DESC
          LIMIT 1$pair$, p_run.calls)
                INTO v_key, v_id
-              USING v_status, p_outcome.upto_key, p_outcome.upto_id;
+              USING v_status, p_outcome.upto_key, p_outcome.upto_id, c_after;
         END IF;
-        IF (v_key, v_id) < (p_lanes.backlog_key, p_lanes.backlog_id) THEN
+        IF v_key < p_lanes.backlog_key OR (v_key = p_lanes.backlog_key AND p_lanes.backlog_id = c_after) THEN
             v_key := NULL;   -- nothing in the lane: it stays at the lane's start
             v_id := NULL;
         END IF;

@@ -36,6 +36,7 @@ RETURNS TABLE (phase text, call_id uuid, status text, new_status text, end_reaso
                due_at timestamptz, overdue interval, reason text)
 LANGUAGE plpgsql
 STABLE
+SET enable_sort = off
 SET jit = off
 AS $$
 DECLARE
@@ -114,7 +115,7 @@ BEGIN
              WHERE s.status = v_status AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
                AND (s.started_at, s.call_id) >= (v_lanes.fresh_from, c_uuid_max) AND s.started_at <= v_lanes.cutoff
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-             ORDER BY s.started_at, s.call_id
+             ORDER BY s.started_at
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry), 0)
         ), backlog AS (
             SELECT s.call_id, s.status, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
@@ -122,10 +123,10 @@ BEGIN
               FROM messenger.call_sessions AS s
              WHERE NOT v_lanes.backlog_empty AND s.status = v_status
                AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
-               AND (s.started_at, s.call_id) >= (v_lanes.backlog_key, v_lanes.backlog_id)
+               AND s.started_at >= v_lanes.backlog_key + CASE WHEN v_lanes.backlog_id = c_uuid_max THEN interval '1 microsecond' ELSE interval '0' END
                AND s.started_at <= v_lanes.fresh_from
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-             ORDER BY s.started_at, s.call_id
+             ORDER BY s.started_at
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
         ), sweep AS (
             -- A drain's end: the backlog lane came up short above a floor full lanes moved.
@@ -134,11 +135,11 @@ BEGIN
               FROM messenger.call_sessions AS s
              WHERE v_lanes.floor_key IS NOT NULL AND NOT v_lanes.floor_swept AND s.status = v_status
                AND messenger.call_is_due(s.status, s.started_at, s.updated_at, v_lanes.cutoff)
-               AND (s.started_at, s.call_id) <= (v_lanes.floor_key, v_lanes.floor_id)
+               AND s.started_at <= v_lanes.floor_key - CASE WHEN v_lanes.floor_id = c_uuid_max THEN interval '0' ELSE interval '1 microsecond' END
                AND s.call_id NOT IN (SELECT b.call_id FROM backlog AS b)
                AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
                AND (SELECT count(*) FROM backlog) < v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
-             ORDER BY s.started_at, s.call_id
+             ORDER BY s.started_at
              LIMIT greatest(v_batch - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh)
                             - (SELECT count(*) FROM backlog), 0)
         )

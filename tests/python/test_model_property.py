@@ -10,7 +10,9 @@ The model follows the claim lanes (docs/design.md, "Three lanes per phase";
 deploy/functions/_reap_phase.sql): per phase, the due calls (messenger.call_is_due: a Ringing
 call by started_at, an Answered one by updated_at and started_at) that started within the last
 polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
-for phase 2 too: not the SPEC's updated_at, which a progress update changes), then call_id.
+for phase 2 too: not the SPEC's updated_at, which a progress update changes), then the claims'
+index's own order (the heap's on the product's ix_call_active: the model reads each call's ctid
+before a cycle); a lane's bounds and a floor are whole started_at groups.
 Within a set, the outbox rows follow the calls' due instants (messenger.call_due_key). The
 model keeps both phases' claim floors, the stale-answered one with its talking_since (trusted
 while the cutoff is before it less the fresh window): a call written late with a key older than
@@ -105,6 +107,9 @@ class Model:
     floors: dict[str, Floor] = field(default_factory=dict)
     # The as_of of the last cycle before each call was inserted (None: before the first).
     written: dict[uuid.UUID, datetime | None] = field(default_factory=dict)
+    # Each active call's place in the claims' index among calls of its started_at: its ctid
+    # (ix_call_active keeps one key's entries in heap order), read before each cycle.
+    place: dict[uuid.UUID, tuple[int, int]] = field(default_factory=dict)
 
     def cycle(self, as_of, batch_size, run_id, vacuums):
         counts = [self.phase(p, as_of, batch_size, run_id, vacuums) for p in PHASES]
@@ -116,22 +121,32 @@ class Model:
         cutoff = as_of - timeout
         fresh_from = cutoff - POLL
 
-        def k(c):  # ix_call_due's key, both phases
+        def k(c):  # a call's (started_at, call_id): what arrays, floors and bounds hold
             return (c.started_at, c.call_id)
+
+        def walk_order(c):  # the claims' index order
+            return (c.started_at, self.place[c.call_id])
+
+        def from_lo(c, lo):  # a lower bound is a whole group: after it with the max id, else from it
+            return c.started_at > lo[0] if lo[1] == MAX_ID else c.started_at >= lo[0]
+
+        def to_hi(c, hi):  # an upper bound likewise: with it with the max id, else before it
+            return c.started_at <= hi[0] if hi[1] == MAX_ID else c.started_at < hi[0]
 
         def due(c):  # messenger.call_is_due
             return c.status == status and c.started_at <= cutoff and (status != "Answered" or c.updated_at <= cutoff)
 
-        def lane(lo, hi, taken, limit):
+        def lane(lo, hi, taken, limit):  # the claimed calls, in (started_at, call_id) order
             rows = sorted((c for c in self.calls.values()
-                           if due(c) and lo <= k(c) <= hi and c.started_at <= hi[0]
-                           and c.call_id not in taken and c.call_id not in self.quarantine), key=k)
-            return rows[:limit]
+                           if due(c) and from_lo(c, lo) and to_hi(c, hi)
+                           and c.call_id not in taken and c.call_id not in self.quarantine), key=walk_order)
+            return sorted(rows[:limit], key=k)
 
-        def walked(lo, hi, taken):  # _reap_claim_lane's count: the calls walked that are not due
+        def walked(lo, hi, taken, full):  # _reap_claim_lane's count: the calls walked that are not due
+            # A full lane's walk ends before its last claimed call's group.
             return [c.updated_at for c in self.calls.values()
-                    if c.status == status and not due(c) and c.started_at <= cutoff and lo <= k(c) <= hi
-                    and c.started_at <= hi[0] and c.call_id not in taken]
+                    if c.status == status and not due(c) and c.started_at <= cutoff and from_lo(c, lo)
+                    and (c.started_at < hi[0] if full else to_hi(c, hi)) and c.call_id not in taken]
 
         # _reap_floor_trusted: the floor is trusted only while (a)-(e) hold (the anchor always
         # exists; (e): a stale-answered floor while the cutoff is before talking_since - fresh).
@@ -153,7 +168,8 @@ class Model:
             # Due or not: an Answered call still talking stops the step (every Ringing call
             # up to fresh_from is due).
             walk = sorted((c for c in self.calls.values()
-                           if c.status == status and k(c) >= backlog_lo and c.started_at <= fresh_from), key=k)
+                           if c.status == status and from_lo(c, backlog_lo) and c.started_at <= fresh_from),
+                          key=walk_order)
             healthy = [c for c in walk if c.call_id not in self.quarantine]
             if healthy or walk:
                 backlog_empty = not healthy
@@ -187,14 +203,15 @@ class Model:
                 taken = {c.call_id for c in ids}
                 backlog = lane(backlog_lo, (fresh_from, MAX_ID), taken, limit)
                 full = len(backlog) == limit
-                talking += walked(backlog_lo, k(backlog[-1]) if full else (fresh_from, MAX_ID), taken)
+                talking += walked(backlog_lo, k(backlog[-1]) if full else (fresh_from, MAX_ID), taken, full)
                 ids += backlog
                 limit = batch_size - len(ids)
             if limit > 0 and not full and trusted and not floor.swept:
                 taken = {c.call_id for c in ids}
                 sweep = lane((NEG_INF, MAX_ID), (floor.key, floor.call_id), taken, limit)
                 swept = len(sweep) < limit
-                talking += walked((NEG_INF, MAX_ID), (floor.key, floor.call_id) if swept else k(sweep[-1]), taken)
+                talking += walked((NEG_INF, MAX_ID), (floor.key, floor.call_id) if swept else k(sweep[-1]), taken,
+                                  not swept)
                 REACHED["the sweep below a floor"] += bool(sweep)
                 ids += sweep
         batch = ids if fresh or ids else retry
@@ -206,7 +223,7 @@ class Model:
         # from the copy of its rules: only calls written after its first cycle (reset_at), and an
         # Answered one only with an updated_at older than its write less the fresh window.
         claimed = {c.call_id for c in batch}
-        hidden = [c for c in self.calls.values() if trusted and due(c) and k(c) < (floor.key, floor.call_id)
+        hidden = [c for c in self.calls.values() if trusted and due(c) and c.started_at < floor.key
                   and c.call_id not in self.quarantine and c.call_id not in claimed]
         for c in hidden:
             written = self.written.get(c.call_id)
@@ -232,9 +249,10 @@ class Model:
             new_floor = k(backlog[-1])
         elif answered and backlog_ran:
             # The lane's end, anchored at the last Answered call up to it.
-            last = max((k(c) for c in self.calls.values() if c.status == status and c.started_at <= fresh_from),
-                       default=None)
-            new_floor = last if last is not None and last >= backlog_lo else None
+            last = max((c for c in self.calls.values() if c.status == status and c.started_at <= fresh_from),
+                       key=k, default=None)
+            new_floor = k(last) if last is not None and from_lo(last, (backlog_lo[0], uuid.UUID(int=0))) \
+                and not (last.started_at == backlog_lo[0] and backlog_lo[1] == MAX_ID) else None
         elif backlog:
             new_floor = k(backlog[-1])
         if new_floor is None:
@@ -441,12 +459,13 @@ def insert(conn, calls):
                    [(timedelta(0), 1, False), (timedelta(seconds=1), 1, False), (timedelta(seconds=1), 1, False),
                     (timedelta(seconds=1), 2, False), (RING, 1, False)], [0, 0, 0, 0]))
 # Found by this test (seed 1, 500 examples), shrunk: a stale-answered floor kept at a poison
-# call a batch-1 lane quarantined, swept by the next cycle; a call inserted below it carrying an
+# call a batch-1 lane quarantined, swept by the next cycle; a call inserted below it (1 µs before
+# the floor's started_at: one of the floor's own started_at is walked again) carrying an
 # updated_at 2 h older than its write is hidden, as a Ringing one would be ("What the floor
 # cannot see"), until check (b) stops trusting the floor poison_backoff_max after its first cycle.
 @example(scenario=([replace(answered_call(2, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE),
                             callee_user_id=POISON_USER),
-                    answered_call(1, T0 - STALE - RING - timedelta(minutes=1), T0 - STALE)],
+                    answered_call(1, T0 - STALE - RING - timedelta(minutes=1) - US, T0 - STALE)],
                    [(timedelta(0), 1, False), (US, 1, False), (US, 1, False), (BACKOFF_MAX, 2, False)], [0, 2]))
 # A call just due (the fresh lane) and one long overdue (the backlog) close in one batch.
 @example(scenario=([ringing_call(1, T0 - RING), ringing_call(2, T0 - timedelta(hours=5))],
@@ -474,6 +493,9 @@ def test_database_equals_reference_model(conn, dsn, reaper_paused, poison_trigge
                 conn.execute("VACUUM messenger.call_sessions")
             as_of += step
             vacuums = vacuum_count(conn)
+            model.place = {cid: (page, item) for cid, page, item in conn.execute(
+                "SELECT call_id, (ctid::text::point)[0]::integer, (ctid::text::point)[1]::integer"
+                "  FROM messenger.call_sessions WHERE status IN ('Ringing', 'Answered')")}
             with conn.cursor(row_factory=dict_row) as cur:
                 result = cur.execute(
                     "SELECT * FROM messenger.reap_call_timeouts(batch_size => %s,"
