@@ -27,6 +27,8 @@ Parts (PARTS), each in its own module:
                                each shape's claims cost
   after-drain  afterdrain.py   the first idle cycle after a drain, then idle cycles at the polling
                                interval with autovacuum on
+  equal-keys   equalkeys.py    a drain of Ringing calls that share one started_at against the same
+                               calls 1 ms apart, in interleaved rounds
 seed.py seeds and resets the data, report.py prints the tables and the goals, profiling.py the
 PROFILE=1 output.
 """
@@ -41,6 +43,7 @@ import afterdrain
 import contestants
 import costs
 import cyclecost
+import equalkeys
 import idle
 import idlewal
 import phases
@@ -51,7 +54,7 @@ import report
 import seed
 from common import Run
 
-PARTS = ("idle", "idle-wal", "drain", "cycle-cost", "product", "product-writes", "after-drain")
+PARTS = ("idle", "idle-wal", "drain", "equal-keys", "cycle-cost", "product", "product-writes", "after-drain")
 
 
 def run_all(run: Run) -> dict:
@@ -75,6 +78,8 @@ def run_all(run: Run) -> dict:
             results["idle_wal"] = idlewal.run_idle_wal(run)
         if "drain" in parts:
             results["drains"] = contestants.run_drains(run)
+        if "equal-keys" in parts:
+            results["equal_keys"] = equalkeys.run_equal_keys(run)
         if "cycle-cost" in parts:
             results["cycle_cost"] = cyclecost.run_cycle_cost(run)
         if "product" in parts:
@@ -163,6 +168,8 @@ def main() -> None:
                    help="product-writes: runs of each claim, the median kept (PW_CLAIM_RUNS, default 5)")
     p.add_argument("--poll-interval", type=float, default=float(env("POLL_INTERVAL", "15")),
                    help="seconds between idle cycles after the drain: the job's polling interval (POLL_INTERVAL, default 15)")
+    p.add_argument("--equal-rounds", type=int, default=int(env("EQUAL_ROUNDS", "3")),
+                   help="equal-keys: interleaved rounds of the two shapes (EQUAL_ROUNDS, default 3)")
     p.add_argument("--after-drain-cycles", type=int, default=int(env("AFTER_DRAIN_CYCLES", "6")),
                    help="idle cycles measured after the drain's last one (AFTER_DRAIN_CYCLES, default 6)")
     p.add_argument("--after-drain-baseline", action="store_true", default=env("AFTER_DRAIN_BASELINE", "") not in ("", "0"),

@@ -28,6 +28,9 @@ GOALS = (
          "growth of the server's log file during the median run / calls closed"),
     Goal("wal_vs_bound", "WAL per closed call, reaper@{b0} / bound", "<=", 1.1, "x",
          "insert-LSN delta of each median run / calls closed"),
+    Goal("equal_keys", "drain of {backlog} Ringing calls with one started_at / the same calls 1 ms apart", "<=", 1.2,
+         "x", "wall time of CALL drain_call_timeouts at the first batch size, the two shapes in EQUAL_ROUNDS interleaved"
+         " rounds; the median of the rounds' ratios"),
     Goal("idle_active", "idle cycle time, fewest -> most live calls", "<=", 1.5, "x",
          "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
     Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",

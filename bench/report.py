@@ -13,6 +13,7 @@ import afterdrain
 import contestants
 import costs
 import cyclecost
+import equalkeys
 import goals
 import idle
 import idlewal
@@ -160,12 +161,18 @@ def after_drain_table(after: list[dict], args) -> list[str]:
                     f"{c['dead']:,}", c["autovacuums"]] for r in after for c in r["cycles"]])
 
 
+def equal_keys_table(runs: list[dict], args) -> list[str]:
+    return _table([(f"drain of {args.backlog:,} Ringing + {equalkeys.ANSWERED} stale Answered calls at batch"
+                   f" {args.batches[0]}, by started_at"), "seconds", "cycles"], equalkeys.table_rows(runs))
+
+
 def report(results: dict, run, total_s: float) -> str:
     args = run.args
     lines: list[str] = []
     values: dict = {}
     figures: list = []
     parts = (("drains", lambda r: drains(r, args), lambda r: contestants.measured(r, args)),
+             ("equal_keys", lambda r: equal_keys_table(r, args), equalkeys.measured),
              ("cycle_cost", lambda r: cycle_cost_table(r, args), cyclecost.measured),
              ("idle", idle_table, lambda r: idle.measured(r, args.history)),
              ("idle_wal", idle_wal, idlewal.measured),
