@@ -53,7 +53,8 @@ RELEASED = ("(status, messenger.call_due_key(status, started_at, updated_at), ca
 NEW = f"""INSERT INTO {T} (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
           VALUES (%s, %s, %s, 'Audio', 'Ringing', %s, %s)"""
 ANSWER = f"UPDATE {T} SET status = 'Answered', answered_at = %s, updated_at = %s WHERE call_id = %s AND status = 'Ringing'"
-# The signalling update of an answered call: its only liveness signal (SPEC, INV-CALL-4).
+# The signalling update of an answered call: its only liveness signal (a
+# call with no progress for stale_timeout is failed).
 PROGRESS = f"UPDATE {T} SET updated_at = %s WHERE call_id = %s AND status = 'Answered'"
 END = (f"UPDATE {T} SET status = 'Ended', end_reason = 'Hangup', ended_at = %s, updated_at = %s,"
        f" duration_seconds = 3 WHERE call_id = %s AND status = 'Answered'")
@@ -120,7 +121,7 @@ def same_as(ddl: dict[str, list[str]], shape: str) -> str | None:
 KEY = "messenger.call_due_key(s.status, s.started_at, s.updated_at)"
 DUE = "messenger.call_is_due(s.status, s.started_at, s.updated_at, %(cutoff)s)"
 # Each shape's claim of one batch per phase: the deployed one as _reap_claim_lane runs it (by
-# started_at, phase 2 too); the same index in the SPEC's order for phase 2 (by updated_at, which
+# started_at, phase 2 too); the same index ordered by updated_at for phase 2 (which
 # has to read and sort every candidate); the released index and claim.
 CLAIMS = {
     "ix_call_active (the product's, deployed)": {

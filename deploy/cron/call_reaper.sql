@@ -27,10 +27,10 @@
 -- for another database, EXECUTE on cron.schedule_in_database WITH GRANT OPTION (refused with
 -- 42501 naming that grant when missing). A superuser has all of them.
 -- Job names: pg_cron keys a job by (jobname, username), and messenger_call_reaper is one role
--- for the whole cluster. The job keeps the name it has; a new one gets the SPEC name
--- (messenger.call_reaper_job_name('reaper')) unless another database's job holds it, then that
+-- for the whole cluster. The job keeps the name it has; a new one gets the fixed name
+-- (messenger.call_reaper_job_name('reaper'), which tools and alerts rely on) unless another database's job holds it, then that
 -- name suffixed with '-<this database>' (docs/design.md, "Scheduling"). Here, where the name is
--- looked up in cron.job by the SPEC name, another database holding it is refused (55000).
+-- looked up in cron.job by the fixed name, another database holding it is refused (55000).
 
 SELECT :'scheduler' = 'none' AS no_scheduler \gset
 \if :no_scheduler
@@ -146,7 +146,7 @@ DECLARE
     v_spec  constant text := 'messenger-call-timeout-reaper';
     v_other text;
 BEGIN
-    -- The routines here find the job by its SPEC name: another database's job of that name
+    -- The routines here find the job by its fixed name: another database's job of that name
     -- (scheduled from there into this cron database first) cannot be shared.
     SELECT j.database INTO v_other FROM cron.job AS j
      WHERE j.jobname = v_spec AND j.username = current_user AND j.database <> pg_catalog.current_database();

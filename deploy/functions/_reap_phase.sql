@@ -27,7 +27,7 @@ BEGIN;
 --            still talking that the backlog lane and the sweep walked: their claims return it).
 -- A lane is a range of whole started_at groups of the claims' index (messenger._reap_claim_lane
 -- says how a (started_at, call_id) bound maps onto groups); phase 2's order is started_at too,
--- not the SPEC's updated_at (which a progress update changes: docs/design.md). A floor inside a
+-- not updated_at (which a progress update changes: docs/design.md). A floor inside a
 -- group has the next cycle start at that group's first call.
 -- Each healthy lane is one statement over ix_call_due (a range scan that stops at the lane's end
 -- or the limit; pgTAP claim_*_plan and idle_cycle_reads_no_live_rows hold it to that) together
