@@ -154,7 +154,9 @@ def test_https_and_basic_auth_then_reread_without_restart(tmp_path, start_export
     with pytest.raises(urllib.error.URLError):
         exporter.get(auth=("prometheus", "second-secret"), cafile=newer["ca"])
     assert exporter.proc.poll() is None
-    assert "web config unusable" in exporter.log
+    # The log is read from the exporter's stderr by a thread: the refused request can return
+    # before the line arrives here, so wait for it rather than read once.
+    exporter.wait_for_log("web config unusable", timeout=10)
 
 
 def test_client_certificates_when_required(tmp_path, start_exporter):
