@@ -6,12 +6,12 @@ BEGIN;
 --
 -- The reaper's one due rule, as a test: is a call of this status due at this cutoff (as_of minus
 -- its phase's window, messenger.call_reaper_phases().timeout_setting)?
---   * Ringing:  started_at <= cutoff (SPEC phase 1: the answer window counts from the start);
---   * Answered: updated_at <= cutoff (SPEC phase 2: no progress for the window), and also
---     started_at <= cutoff, which every due call meets (started_at <= updated_at): the claim
---     walks the range started_at <= cutoff of ix_call_due and tests updated_at on the way. A
---     call whose updated_at precedes its started_at (a clock the service got wrong) is due once
---     started_at too is past the window;
+--   * Ringing:  started_at <= cutoff (phase 1: the time to answer counts from the start);
+--   * Answered: updated_at <= cutoff (phase 2: no progress for the window; the service writes
+--     updated_at at every sign of progress), and also started_at <= cutoff, which every due
+--     call meets (started_at <= updated_at): the claim walks the range started_at <= cutoff of
+--     ix_call_due and tests updated_at on the way. A call whose updated_at precedes its
+--     started_at (a clock the service got wrong) is due once started_at too is past the window;
 --   * any other status: never (terminal, INV-CALL-3).
 -- Why started_at is the claim's key: it never changes while a call is active, so the index the
 -- claims read (the product's own of active calls, (status, started_at), or ix_call_due,

@@ -3,7 +3,7 @@
 -- those changes in this (the product's) database. pg_cron keeps its jobs in cron.database_name
 -- only; when that is another database (cron.schedule_in_database, README "Server settings"),
 -- this database has no cron.job at all, and this row is all it knows of its jobs: their name
--- (a second product database on the cluster gets the SPEC names suffixed, docs/design.md
+-- (a second product database on the cluster gets the fixed job names suffixed, docs/design.md
 -- "Scheduling"), where they are kept, their schedule and the pg_cron version they were
 -- scheduled on. call_reaper_status(), the settings guard and the warden read it; the cron/
 -- reverts unschedule exactly the job named here, in cron_database, for this database.

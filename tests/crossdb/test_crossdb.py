@@ -11,7 +11,7 @@ schema cron WITH GRANT OPTION, pg_cron created by the provider in postgres. In o
 1. without the one grant of docs/scheduling.md "pg_cron in another database" (EXECUTE on
    cron.schedule_in_database WITH GRANT OPTION) the deploy is refused with a hint naming it, and leaves nothing;
 2. with it, each product database deploys and verifies from itself; pg_cron keeps the jobs in
-   postgres, each running in its own database, the first under the SPEC names, the second's
+   postgres, each running in its own database, the first under the fixed job names, the second's
    suffixed with '-messenger_eu';
 3. a due call in each is closed by its own database's scheduled job, and only there; a pause in
    one (its settings row) holds while the other's job closes its call; status from each says

@@ -1,7 +1,7 @@
 -- The stale-answered claim never scans call_sessions sequentially: its plan is a range scan of
 -- the product's ix_call_active (or the reaper's ix_call_due where the product has none) on
 -- started_at bounded by the cutoff (every due Answered call started before it),
--- testing updated_at (the SPEC's rule, not indexed so that a progress update stays HOT) on the
+-- testing updated_at (phase 2's due rule, not indexed so that a progress update stays HOT) on the
 -- way. It reads the overdue calls and the Answered calls still talking that started before the
 -- cutoff, and no other: not the archived ones, not the live Ringing ones, not the Answered ones
 -- that started inside the window. In the generic plan PL/pgSQL may cache as well as in a custom

@@ -10,7 +10,7 @@ The model follows the claim lanes (docs/design.md, "Three lanes per phase";
 deploy/functions/_reap_phase.sql): per phase, the due calls (messenger.call_is_due: a Ringing
 call by started_at, an Answered one by updated_at and started_at) that started within the last
 polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
-for phase 2 too: not the SPEC's updated_at, which a progress update changes), then the claims'
+for phase 2 too: not updated_at, which a progress update changes), then the claims'
 index's own order (the heap's on the product's ix_call_active: the model reads each call's ctid
 before a cycle); a lane's bounds and a floor are whole started_at groups.
 Within a set, the outbox rows follow the calls' due instants (messenger.call_due_key). The

@@ -19,7 +19,9 @@
       .venv/bin/python tests/python/test_sqitch_plan.py --write-pins
   (write_released_deploy_pins() below, for release tooling);
 - every include (.psql, a step several scripts share with psql \\ir) is run by a planned
-  script, and is read as part of it by the checks above.
+  script, and is read as part of it by the checks above;
+- the routine map of docs/design.md has a row for every routine the deploy scripts leave in
+  place, and none for a routine they do not.
 """
 
 import hashlib
@@ -252,6 +254,52 @@ def test_lint_sees_security_definer_routines():
                 if any(re.search(r"(?i)SECURITY\s+DEFINER", h)
                        for h in routine_headers((ROOT / "deploy" / f"{c}.sql").read_text()))]
     assert "functions/reap_call_timeouts" in definers and len(definers) >= 4
+
+
+ROUTINE_DDL = re.compile(
+    r"(?is)\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|PROCEDURE)\s+(?:\"?\w+\"?\.)?\"?(\w+)"
+    r"|\bDROP\s+(?:FUNCTION|PROCEDURE|ROUTINE)\s+(?:IF\s+EXISTS\s+)?([^;]*)")
+DESIGN = ROOT / "docs" / "design.md"
+
+
+def live_routines() -> set[str]:
+    """The routines the deploy leaves in place: each latest deploy script (with its includes) in
+    plan order, its CREATE FUNCTION/PROCEDURE statements adding a name and its DROPs removing
+    the names they list, as they stand in the script."""
+    live: set[str] = set()
+    for change in CHANGES:
+        sql = re.sub(r"--[^\n]*", "", with_includes(ROOT / "deploy" / f"{change}.sql"))
+        for m in ROUTINE_DDL.finditer(sql):
+            if m.group(1):
+                live.add(m.group(1).lower())
+                continue
+            # name[(args)], ... [CASCADE | RESTRICT]: the last part of each dotted name
+            targets = m.group(2)
+            while re.search(r"\([^()]*\)", targets):
+                targets = re.sub(r"\([^()]*\)", "", targets)
+            targets = re.sub(r"(?i)\b(?:CASCADE|RESTRICT)\b|\"", "", targets)
+            live -= {t.strip().split(".")[-1].lower() for t in targets.split(",") if t.strip()}
+    return live
+
+
+def design_routine_map() -> list[str]:
+    """The routine of each row of the tables under docs/design.md's "The routines: a map":
+    the backticked name before its argument list that opens the row."""
+    section = DESIGN.read_text().split("\n## The routines: a map\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"(?m)^\| `(?:messenger\.)?(\w+)\(", section)
+
+
+def test_the_routine_map_names_every_live_routine():
+    # A newcomer finds a routine's caller, reads and writes in the map; a routine added without
+    # a row, or a row left behind by a dropped or renamed routine, makes it describe another tree.
+    live, mapped = live_routines(), design_routine_map()
+    assert len(live) > 40 and len(mapped) > 40, "the parsers see no routines: check ROUTINE_DDL and the map's heading"
+    missing = sorted(live - set(mapped))
+    stale = sorted(set(mapped) - live)
+    twice = sorted({n for n in mapped if mapped.count(n) > 1})
+    assert not (missing or stale or twice), "docs/design.md, \"The routines: a map\": " + "; ".join(
+        [f"no row for {n}" for n in missing] + [f"a row for {n}, which the deploy does not create" for n in stale]
+        + [f"more than one row for {n}" for n in twice])
 
 
 def contributing_test_map() -> list[tuple[str, list[str]]]:
