@@ -12,8 +12,8 @@ BEGIN;
 -- be, so a plain DROP INDEX through messenger._call_reaper_with_lock_retries) and the one that
 -- forgets its record, for psql's \gexec; partitions' indexes first. Records of indexes that are
 -- gone, or have another shape now (not the reaper's any more), are forgotten on the way.
--- Run first by every index change's deploy, and by the reverts of the changes an index change
--- follows (what Sqitch runs after a failed deploy), so nothing of a failed build survives.
+-- Run first by every index change's deploy and by its revert (what Sqitch runs after that
+-- deploy failed), so nothing of a failed build survives.
 CREATE FUNCTION messenger._call_reaper_index_leftovers()
 RETURNS TABLE (drop_statement text, forget_statement text)
 LANGUAGE plpgsql

@@ -18,7 +18,7 @@ BEGIN;
 -- (status, started_at, call_id)) names no column a progress update writes and that update stays
 -- HOT; docs/design.md, "The due rule and its one index".
 -- Every reader of "due" uses it (the claim, the preview, the metrics, sql/backlog.sql,
--- scripts/follow-reaper, the bench, the tests) with status = <phase status> beside it.
+-- the bench, the tests) with status = <phase status> beside it.
 -- LANGUAGE sql, IMMUTABLE, no SET clause: inlined, it becomes the boolean expression itself, so
 -- `status IN ('Ringing', 'Answered')` proves that index's predicate and `started_at <=
 -- cutoff` bounds its range, in a generic plan too. status is anyelement, as in

@@ -5,7 +5,8 @@ BEGIN;
 -- messenger.call_reaper_job_name(job text) RETURNS text
 --
 -- The names of the reaper's pg_cron jobs, the one place they are written for code that looks
--- its jobs up (call_reaper_status, purge_call_reaper_history, the settings guard) and for the
+-- its jobs up (call_reaper_status, purge_call_reaper_history; the settings guard reads the
+-- names recorded in call_reaper_cron_jobs) and for the
 -- tests: 'reaper' (messenger-call-timeout-reaper, runs the cycles), 'purge'
 -- (messenger-call-reaper-purge, retention) and 'warden' (messenger-call-reaper-warden, the lock
 -- warden); NULL for anything else. The cron/ changes schedule the jobs under these

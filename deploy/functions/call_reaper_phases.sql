@@ -12,8 +12,8 @@ BEGIN;
 -- messenger.call_reaper_settings holding the phase's window, which is also the name of the
 -- argument of reap_call_timeouts and preview_call_timeouts that overrides it; a reader with a
 -- settings row takes the window as (to_jsonb(settings) ->> timeout_setting)::interval.
--- The due rule (which timestamp a phase counts from) is messenger.call_due_key, and the index
--- ix_call_due is built on it, so it stays a separate function.
+-- The due rule (which timestamp a phase counts from) is messenger.call_due_key, a function of
+-- its own so that every reader of "due" inlines the same expression.
 -- Rows are in phase order: the reaper runs ring_timeout first.
 -- LANGUAGE sql, IMMUTABLE, no SET clause: callers' queries inline it as constants. EXECUTE
 -- stays granted to PUBLIC: it reads nothing.
