@@ -7,7 +7,9 @@ BEGIN;
 -- claims would take, in the order they take them (the retry lane, the pair's quarantined calls
 -- whose backoff expired and that are still due, at most ceil(batch_size / 10) and never more
 -- than 8; the fresh lane, calls that became due within the last polling interval; then the
--- backlog, oldest started first; at most batch_size in all), other quarantined calls left out,
+-- backlog, oldest started first; at most batch_size in all; within one started_at the index's
+-- own order, as the claims read whole started_at groups: no sort, so the plan reads that index
+-- in order), other quarantined calls left out,
 -- as messenger.preview_call_timeouts returns its rows (jsonb, so the coordinator reads it from
 -- run_command_on_workers' text). messenger.preview_call_timeouts runs it on every worker when
 -- call_sessions is distributed. Changes and locks nothing. The backlog is listed from the start
@@ -26,6 +28,7 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_sort = off
 AS $$
 DECLARE
     v_list    jsonb;
@@ -73,18 +76,31 @@ BEGIN
                       JOIN %1$s AS s ON s.call_id = e.call_id
                      WHERE s.status = %2$L
                        AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2 - $3)
-                ), due AS (
+                ), fresh AS (
                     SELECT s.call_id, s.status, s.started_at,
                            messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
-                           CASE WHEN s.started_at > $2 - $3 - $4 THEN 'started within the last polling interval before the cutoff'
-                                ELSE 'backlog, oldest started first' END AS why,
-                           CASE WHEN s.started_at > $2 - $3 - $4 THEN 1 ELSE 2 END AS lane
+                           'started within the last polling interval before the cutoff' AS why,
+                           1 AS lane
                       FROM %1$s AS s
                      WHERE s.status = %2$L
                        AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2 - $3)
+                       AND s.started_at > $2 - $3 - $4
                        AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-                     ORDER BY (s.started_at > $2 - $3 - $4) DESC, s.started_at, s.call_id
-                     LIMIT greatest($5 - (SELECT count(*) FROM retry), 0))
+                     ORDER BY s.started_at
+                     LIMIT greatest($5 - (SELECT count(*) FROM retry), 0)
+                ), backlog AS (
+                    SELECT s.call_id, s.status, s.started_at,
+                           messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key,
+                           'backlog, oldest started first' AS why,
+                           2 AS lane
+                      FROM %1$s AS s
+                     WHERE s.status = %2$L
+                       AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2 - $3)
+                       AND s.started_at <= $2 - $3 - $4
+                       AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
+                     ORDER BY s.started_at
+                     LIMIT greatest($5 - (SELECT count(*) FROM retry) - (SELECT count(*) FROM fresh), 0)
+                ), due AS (SELECT * FROM fresh UNION ALL SELECT * FROM backlog)
                 SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                            'phase', $1, 'call_id', d.call_id, 'status', d.status::text,
                            'new_status', $6, 'end_reason', $7, 'due_at', d.due_key + $3,
