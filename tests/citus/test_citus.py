@@ -1,17 +1,20 @@
 """The reaper on a Citus cluster, by hand: not part of `make test`, which has no Citus.
 
 Run against a coordinator whose database holds the Citus stand-in and the deployed reaper
-(docs/citus.md, "Running tests/citus"):
+(docs/citus.md, "Running tests/citus": one from a fresh machine, with scripts/citus-cluster):
 
     CITUS_COORDINATOR='host=... port=... dbname=messenger user=postgres' \
     CITUS_STOP_WORKER='<shell command that stops the worker at {host}:{port}>' \
     CITUS_START_WORKER='<shell command that starts it again>' \
-    .venv/bin/python -m pytest tests/citus -ra
+    .venv/bin/python -m pytest tests/citus -rP
+
+-rP (or -s) shows the figures the pgbench and SLO tests print; -ra leaves them out.
 
 The database is a throwaway one: the tests empty the stand-in's two tables. Each test closes
 calls through the coordinator's cycle (the fan-out over every worker's shard pairs) and checks
 every call against the outbox, through the coordinator and per shard. The scheduled job is paused
-while a test runs cycles by hand, and running for the SLO test.
+while a test runs cycles by hand, running for the pgbench and SLO tests, and resumed when the
+module ends (messenger.pause_call_reaper() stops it on a cluster left up).
 """
 
 from __future__ import annotations
