@@ -1,7 +1,8 @@
 # Test harness for the call timeout reaper.
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
-#   make test   deploy, check and test everything in throwaway clusters: PostgreSQL 16-18
-#               (scripts/test-versions), then 15 + pg_cron (what .ci/run calls)
+#   make test   deploy, check and test everything in throwaway clusters, four stages side by side:
+#               PostgreSQL 16-18 (scripts/test-versions), pg_cron's libpq mode, pg_cron in another
+#               database, and 15 + pg_cron (what .ci/run calls)
 #   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + test map lint (CONTRIBUTING.md) and the link check,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #               (its partitioned file in a second database, on the partitioned stand-in)
@@ -74,12 +75,26 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
-# PostgreSQL 16-18 first (the core without pg_cron, a few minutes), then the PostgreSQL 15 +
-# pg_cron suite, whose pytest summary closes the run.
+# Four stages, each in throwaway clusters of its own on a port of its own: PostgreSQL 16-18
+# without pg_cron, pg_cron in libpq mode, pg_cron in another database, and the PostgreSQL 15 +
+# pg_cron suite. Most of their time is spent waiting (on pg_cron's minute, on real time), so they
+# run side by side (make -j), and each prints its output whole when it ends (--output-sync):
+# the main suite ends last, so its pytest summary closes the run. A failed stage fails make test
+# once the others have ended (make -j goes on with them: no cluster is left half torn down).
+TEST_STAGES := test-versions test-libpq test-crossdb test-main
 test: deps alerts-test unit-verify
+	@$(MAKE) --no-print-directory -k -j$(words $(TEST_STAGES)) --output-sync=target $(TEST_STAGES)
+
+# The stages on their own (make test runs them all; each needs `make deps`). Ports: 5432 the main
+# suite (pg_virtualenv's default), 5433 libpq, 5434 crossdb, 55416-55418 PostgreSQL 16-18.
+.PHONY: $(TEST_STAGES)
+test-versions:
 	scripts/test-versions
-	$(PG_VIRTUALENV_LIBPQ) env SUITE=libpq scripts/test-in-cluster
-	$(PG_VIRTUALENV_CROSSDB) env SUITE=crossdb scripts/test-in-cluster
+test-libpq:
+	$(PG_VIRTUALENV_LIBPQ) -c '-p 5433' env SUITE=libpq scripts/test-in-cluster
+test-crossdb:
+	$(PG_VIRTUALENV_CROSSDB) -c '-p 5434' env SUITE=crossdb scripts/test-in-cluster
+test-main:
 	$(PG_VIRTUALENV) scripts/test-in-cluster
 
 # The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster
