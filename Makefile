@@ -1,8 +1,8 @@
 # Test harness for the call timeout reaper.
 #   make deps   install what the tests need (Debian packages, .venv); idempotent
-#   make test   deploy, check and test everything in throwaway clusters, four stages side by side:
-#               PostgreSQL 16-18 (scripts/test-versions), pg_cron's libpq mode, pg_cron in another
-#               database, and 15 + pg_cron (what .ci/run calls)
+#   make test   deploy, check and test everything in throwaway clusters, six stages side by side
+#               (test-versions: PostgreSQL 16-18; test-libpq, test-crossdb: pg_cron's other modes;
+#               test-main, test-deploys, test-realtime: 15 + pg_cron); what .ci/run calls
 #   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + test map lint (CONTRIBUTING.md) and the link check,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #               (its partitioned file in a second database, on the partitioned stand-in)
@@ -75,18 +75,20 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	touch $@
 
-# Four stages, each in throwaway clusters of its own on a port of its own: PostgreSQL 16-18
-# without pg_cron, pg_cron in libpq mode, pg_cron in another database, and the PostgreSQL 15 +
-# pg_cron suite. Most of their time is spent waiting (on pg_cron's minute, on real time), so they
-# run side by side (make -j), and each prints its output whole when it ends (--output-sync):
-# the main suite ends last, so its pytest summary closes the run. A failed stage fails make test
-# once the others have ended (make -j goes on with them: no cluster is left half torn down).
-TEST_STAGES := test-versions test-libpq test-crossdb test-main
+# Six stages, each in throwaway clusters of its own on a port of its own: PostgreSQL 16-18
+# without pg_cron (scripts/test-versions), pg_cron in libpq mode, pg_cron in another database,
+# and the PostgreSQL 15 + pg_cron suite in three clusters, each with its share of tests/python
+# (scripts/test-in-cluster: main, deploys, realtime). Most of their time is spent waiting (on
+# pg_cron's minute, on real time, on online index builds), so they run side by side (make -j),
+# and each prints its output whole when it ends (--output-sync=target). With -k a failed stage
+# lets the others finish (no cluster is left half torn down) and still fails make test.
+TEST_STAGES := test-versions test-libpq test-crossdb test-main test-deploys test-realtime
 test: deps alerts-test unit-verify
 	@$(MAKE) --no-print-directory -k -j$(words $(TEST_STAGES)) --output-sync=target $(TEST_STAGES)
 
-# The stages on their own (make test runs them all; each needs `make deps`). Ports: 5432 the main
-# suite (pg_virtualenv's default), 5433 libpq, 5434 crossdb, 55416-55418 PostgreSQL 16-18.
+# The stages on their own (make test runs them all; each needs `make deps`). Ports: 5432 main
+# (pg_virtualenv's default), 5433 libpq, 5434 crossdb, 5435 deploys, 5436 realtime, 55416-55418
+# PostgreSQL 16-18 (the failover test's Patroni nodes: 25432-25433).
 .PHONY: $(TEST_STAGES)
 test-versions:
 	scripts/test-versions
@@ -96,6 +98,10 @@ test-crossdb:
 	$(PG_VIRTUALENV_CROSSDB) -c '-p 5434' env SUITE=crossdb scripts/test-in-cluster
 test-main:
 	$(PG_VIRTUALENV) scripts/test-in-cluster
+test-deploys:
+	$(PG_VIRTUALENV) -c '-p 5435' env SUITE=deploys scripts/test-in-cluster
+test-realtime:
+	$(PG_VIRTUALENV) -c '-p 5436' env SUITE=realtime scripts/test-in-cluster
 
 # The lint needs no database, so it fails before a cluster is started; then scripts/test-in-cluster
 # up to pgTAP (PGTAP= selects files as for make test). No pytest beyond the lint, no revert round
