@@ -77,7 +77,7 @@ def measured(times: dict) -> tuple[dict, list]:
     batches = sorted(times["reaper"])
     ratio = ", ".join(f"@{b} {statistics.median(times['batched-bound'][b]) / statistics.median(times['reaper'][b]):.2f}"
                       for b in batches)
-    return {}, [
+    return {"cycle_fixed": (rf - bf, ""), "cycle_per_call": (rk / bk, "")}, [
         ((f"a busy cycle's ms as fixed + µs per closed call (least squares through @{batches[0]}..@{batches[-1]},"
           " medians of two passes): reaper; batched-bound"),
          f"{rf:.2f} ms + {rk:.1f} µs; {bf:.2f} ms + {bk:.1f} µs"),

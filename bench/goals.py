@@ -14,7 +14,7 @@ class Goal:
     name: str  # {b0} = the first batch size, {backlog} = BACKLOG
     op: str  # "<=" or ">="
     threshold: float
-    unit: str  # "x", "B", "B/cycle" or "cycles"
+    unit: str  # "x", "ms", "B", "B/cycle" or "cycles"
     how: str
 
 
@@ -31,6 +31,11 @@ GOALS = (
     Goal("equal_keys", "drain of {backlog} Ringing calls with one started_at / the same calls 1 ms apart", "<=", 1.2,
          "x", "wall time of CALL drain_call_timeouts at the first batch size, the two shapes in EQUAL_ROUNDS interleaved"
          " rounds; the median of the rounds' ratios"),
+    Goal("cycle_fixed", "a busy cycle's fixed cost above the batched bound's", "<=", 1.0, "ms",
+         "cyclecost.py: least squares of each contestant's median cycle ms against the calls it closed, through"
+         " CYCLE_BATCHES (two passes of opposite order); the reaper's intercept minus the bound's"),
+    Goal("cycle_per_call", "a busy cycle's cost per closed call, reaper / batched bound", "<=", 1.1, "x",
+         "the same fit; the reaper's slope / the bound's"),
     Goal("idle_active", "idle cycle time, fewest -> most live calls", "<=", 1.5, "x",
          "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
     Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",
@@ -71,6 +76,8 @@ def show(value: float, unit: str) -> str:
         return "never"
     if unit == "x":
         return f"{value:.2f}x"
+    if unit == "ms":
+        return f"{value:.2f} ms"
     return f"{value:,.0f} {unit}"
 
 
