@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,7 +38,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from adoption_support import ROOT, cron_extversion, sqitch
 from reaper_facts import JOB_NAME, JOB_ROLE, PURGE_JOB_NAME, WARDEN_JOB_NAME
-from reaper_support import Calls, call_rows, ringing
+from reaper_support import Calls, call_rows, ringing, wait_for
 
 CRON_DB = "postgres"
 FIRST, SECOND = "messenger", "messenger_eu"
@@ -52,6 +51,7 @@ MINUTE_AND_A_TICK = 80.0            # pg_cron 1.4 starts the jobs at each minute
 # before the next minute, whenever the run itself ended: a run numbered just after a given one
 # shows as finished up to two minutes later.
 TWO_MINUTES_AND_A_TICK = 140.0
+POLL_S = 0.5                        # the waits are for pg_cron's minutes
 
 
 def expected_jobs(db: str, suffix: str) -> set[tuple[str, str, str]]:
@@ -74,15 +74,6 @@ def jobs_of(cron: psycopg.Connection, db: str) -> set[tuple[str, str, str]]:
 def native_seconds(cron: psycopg.Connection) -> bool:
     """pg_cron 1.5+ (by extversion, as the deploy reads it): the jobs run on 'N seconds'."""
     return cron_extversion(cron)[:2] >= (1, 5)
-
-
-def wait_for(what: str, timeout: float, check):
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not happen within {timeout:.0f} s", pytrace=False)
-        time.sleep(0.5)
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -173,13 +164,14 @@ def test_due_calls_close_by_their_own_databases_job_and_a_pause_holds_in_one(cro
         (theirs,) = Calls(second).add([ringing(now - timedelta(minutes=5))])
         since = cron.execute("SELECT coalesce(max(runid), 0) FROM cron.job_run_details").fetchone()[0]
 
-        wait_for("the first database's job closing its call", MINUTE_AND_A_TICK,
-                 lambda: call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed")
+        wait_for(lambda: call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed",
+                 MINUTE_AND_A_TICK, "the first database's job to close its call", interval=POLL_S)
         # The paused database's job ran too (the same minute), and closed nothing.
-        wait_for("the paused database's job finishing a run", TWO_MINUTES_AND_A_TICK, lambda: cron.execute(
+        wait_for(lambda: cron.execute(
             "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
             " WHERE d.runid > %s AND j.jobname = %s AND j.database = %s AND d.status = 'succeeded'",
-            [since, JOB_NAME + f"-{SECOND}", SECOND]).fetchone()[0])
+            [since, JOB_NAME + f"-{SECOND}", SECOND]).fetchone()[0],
+            TWO_MINUTES_AND_A_TICK, "the paused database's job to finish a run", interval=POLL_S)
         assert call_rows(second, [theirs["call_id"]])[theirs["call_id"]]["status"] == "Ringing"
         # Each database's outbox and ledger hold its own call only.
         for conn, call, other in ((first, mine, theirs), (second, theirs, mine)):
@@ -191,8 +183,8 @@ def test_due_calls_close_by_their_own_databases_job_and_a_pause_holds_in_one(cro
 
         with as_deployer(SECOND) as conn:
             conn.execute("SELECT messenger.resume_call_reaper()")
-        wait_for("the second database's job closing its call after resume", MINUTE_AND_A_TICK,
-                 lambda: call_rows(second, [theirs["call_id"]])[theirs["call_id"]]["status"] == "Missed")
+        wait_for(lambda: call_rows(second, [theirs["call_id"]])[theirs["call_id"]]["status"] == "Missed",
+                 MINUTE_AND_A_TICK, "the second database's job to close its call after resume", interval=POLL_S)
         assert call_rows(first, [mine["call_id"]])[mine["call_id"]]["status"] == "Missed"
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -33,21 +32,12 @@ from reaper_support import (
     call_rows,
     delete_calls,
     ringing,
+    wait_for,
 )
 
 DB = "messenger"
 MINUTE_AND_A_TICK = 80.0    # pg_cron 1.4 starts the job at each minute; 1.5+ every 15 s
-
-
-def wait_for(conn, query: str, args: list, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        row = conn.execute(query, args).fetchone()
-        if row and row[0]:
-            return row
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not happen within {timeout:.0f} s", pytrace=False)
-        time.sleep(0.5)
+POLL_S = 0.5                # the waits are for pg_cron's runs
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +73,10 @@ def runs_since(conn, job: str, since: int, status: str) -> int:
 
 def test_without_a_rule_the_job_role_cannot_connect_and_nothing_is_closed(conn, due_call):
     since = last_run(conn)
-    (message,) = wait_for(
-        conn,
+    message = wait_for(lambda: conn.execute(
         "SELECT max(d.return_message) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
         " WHERE j.jobname = %s AND d.runid > %s AND d.status = 'failed'",
-        [JOB_NAME, since], MINUTE_AND_A_TICK, f"a failed run of {JOB_NAME}")
+        [JOB_NAME, since]).fetchone()[0], MINUTE_AND_A_TICK, f"a failed run of {JOB_NAME}", interval=POLL_S)
     assert "connection failed" in message
     assert runs_since(conn, JOB_NAME, since, "succeeded") == 0
     assert call_rows(conn, [due_call["call_id"]])[due_call["call_id"]]["status"] == "Ringing"
@@ -117,15 +106,17 @@ def peer_rule(conn):
 
 def test_with_the_documented_rule_the_job_closes_due_calls_and_the_warden_runs(conn, due_call, peer_rule):
     since = last_run(conn)
-    wait_for(conn, "SELECT status = 'Missed' FROM messenger.call_sessions WHERE call_id = %s",
-             [due_call["call_id"]], MINUTE_AND_A_TICK, "the scheduled job closing the due call")
+    wait_for(lambda: conn.execute("SELECT status = 'Missed' FROM messenger.call_sessions WHERE call_id = %s",
+                                  [due_call["call_id"]]).fetchone()[0],
+             MINUTE_AND_A_TICK, "the scheduled job to close the due call", interval=POLL_S)
     assert assert_all_or_nothing(conn, [due_call["call_id"]]) == (1, 1)
     assert runs_since(conn, JOB_NAME, since, "failed") == 0
     # The warden's CALL lasts its whole minute; one started since the rule is running or done.
-    wait_for(conn,
+    wait_for(lambda: conn.execute(
              "SELECT count(*) FROM cron.job_run_details AS d JOIN cron.job AS j USING (jobid)"
              " WHERE j.jobname = %s AND d.runid > %s AND d.status IN ('running', 'succeeded')",
-             [WARDEN_JOB_NAME, since], MINUTE_AND_A_TICK, f"a run of {WARDEN_JOB_NAME}")
+             [WARDEN_JOB_NAME, since]).fetchone()[0], MINUTE_AND_A_TICK, f"a run of {WARDEN_JOB_NAME}",
+             interval=POLL_S)
     assert runs_since(conn, WARDEN_JOB_NAME, since, "failed") == 0
     assert conn.execute("SELECT job_failing_warden FROM messenger.call_reaper_metrics()").fetchone()[0] is not True
 
@@ -139,8 +130,9 @@ def test_runs_that_never_connected_are_purged_once_a_later_run_ended(conn):
     assert last_failure is not None
     # pg_cron numbers a run before it starts: one numbered after the last failure that has ended
     # tells the purge those failures are older than the cutoff (on pg_cron 1.4 a CALL lasts its minute).
-    wait_for(conn, "SELECT count(*) FROM cron.job_run_details WHERE runid > %s AND end_time IS NOT NULL",
-             [last_failure], MINUTE_AND_A_TICK, "a run numbered after the failures ending")
+    wait_for(lambda: conn.execute("SELECT count(*) FROM cron.job_run_details WHERE runid > %s AND end_time IS NOT NULL",
+                                  [last_failure]).fetchone()[0],
+             MINUTE_AND_A_TICK, "a run numbered after the failures to end", interval=POLL_S)
     # As of one retention from now, so that the cutoff is now: every run that has ended is older.
     (retention,) = conn.execute("SELECT retention FROM messenger.call_reaper_settings").fetchone()
     (purged,) = conn.execute("SELECT job_run_details_purged FROM messenger.purge_call_reaper_history("

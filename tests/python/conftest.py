@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -156,15 +155,9 @@ def wait_reaper_idle(conn: psycopg.Connection, timeout: float = 90.0) -> None:
     within about a second (it re-reads settings.paused while it sleeps and before every tick).
     Then take and drop the single-runner lock: that waits for a cycle run by hand.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        in_flight = conn.execute(
-            "SELECT job_calls_in_flight FROM messenger.call_reaper_status()").fetchone()[0]
-        if in_flight == 0:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(f"a run of {JOB_NAME} was still executing after {timeout:.0f} s", pytrace=False)
-        time.sleep(0.2)
+    reaper_support.wait_for(lambda: conn.execute(
+        "SELECT job_calls_in_flight = 0 FROM messenger.call_reaper_status()").fetchone()[0],
+        timeout, f"the runs of {JOB_NAME} in flight to end", interval=0.2)
     conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
     conn.execute(f"SELECT pg_advisory_lock({LOCK_KEY_SQL})")
     conn.execute(f"SELECT pg_advisory_unlock({LOCK_KEY_SQL})")
@@ -197,8 +190,15 @@ def warden_running(conn: psycopg.Connection) -> None:
     until the next minute: with the default lock_ttl of 1 min that gap cannot matter (a holder
     cannot be stale before the first run), with the few seconds the lock tests set it would."""
     since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
-    reaper_support.wait_for(lambda: reaper_support.warden_is_running(conn, since), 75,
-                            "the lock warden's job to run", interval=0.5)
+    try:
+        reaper_support.wait_for(lambda: reaper_support.warden_is_running(conn, since), 75,
+                                "the lock warden's job to run", interval=0.5)
+    except AssertionError as timed_out:
+        # pg_cron's last runs tell a job that never started from one that fails at once.
+        runs = conn.execute(
+            "SELECT j.jobname, d.status, d.return_message, d.start_time FROM cron.job_run_details AS d"
+            " JOIN cron.job AS j USING (jobid) ORDER BY d.start_time DESC LIMIT 6").fetchall()
+        raise AssertionError(f"{timed_out}; pg_cron's last runs: {runs}") from None
 
 
 # ---- Exporter tests: a real login as the monitor role and the exporter as a process.

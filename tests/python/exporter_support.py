@@ -12,7 +12,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from base64 import b64encode
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+from reaper_support import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
@@ -99,16 +99,18 @@ class Exporter:
         return "".join(self.lines)
 
     def wait_for_log(self, pattern: str, timeout: float) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """The first match of pattern in the log; the failure shows the whole log, and comes at
+        once when the exporter has exited, since the line can no longer come."""
+        def logged() -> re.Match | None:
             found = re.search(pattern, self.log)
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        pytest.fail(f"exporter never logged /{pattern}/ (exit code {self.proc.poll()}):\n"
-                    f"{self.log}", pytrace=False)
+            if not found and self.proc.poll() is not None:
+                pytest.fail(f"exporter exited ({self.proc.poll()}) without logging /{pattern}/:\n"
+                            f"{self.log}", pytrace=False)
+            return found
+        try:
+            return wait_for(logged, timeout, f"the exporter to log /{pattern}/")
+        except AssertionError as timed_out:
+            pytest.fail(f"{timed_out}:\n{self.log}", pytrace=False)
 
     def get(self, url: str | None = None, auth: tuple[str, str] | None = None,
             cafile: Path | None = None, timeout: float = 10):

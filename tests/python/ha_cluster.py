@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psycopg
 from reaper_facts import JOB_ROLE
+from reaper_support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLBACK = ROOT / "scripts" / "patroni-on-role-change"
@@ -34,6 +35,8 @@ PG_BIN = "/usr/lib/postgresql/15/bin"
 SCOPE = "reaper-failover-test"
 DB = "messenger"
 SUPERUSER = "postgres"
+# Most polls of a node open a connection or an HTTP request: five a second is enough.
+POLL_S = 0.2
 
 
 @dataclass
@@ -102,17 +105,6 @@ def port_free(port: int) -> bool:
     return True
 
 
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
-
-
 class HaCluster:
     """etcd + two Patroni nodes. Ports: etcd client/peer, then per node postgres and REST."""
 
@@ -165,7 +157,7 @@ class HaCluster:
                     return json.loads(r.read()).get("health") == "true"
             except (OSError, ValueError):
                 return False
-        wait_until(healthy, 30, "etcd to answer /health")
+        wait_for(healthy, 30, "etcd to answer /health", interval=POLL_S)
 
     def _config(self, node: Node) -> dict:
         callback = f"{CALLBACK} --host {node.dir} --port {node.pg_port}"

@@ -181,12 +181,22 @@ def backend_pid(conn: psycopg.Connection) -> int:
     return conn.execute("SELECT pg_catalog.pg_backend_pid()").fetchone()[0]
 
 
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
-    """Polls predicate() until true; fails with `what` after timeout seconds."""
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
+    """predicate()'s first truthy value, polled every `interval` seconds; an AssertionError
+    naming `what` after `timeout` seconds.
+
+    The one poller of every test directory (tests/crossdb, tests/libpq, ... import it from
+    here): a wait that needs its own diagnostics catches the AssertionError and adds them.
+    The clock is read before each call: a wait fails only on a predicate found false after
+    the deadline, never on a slow predicate that comes back true past it.
+    """
     deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    while True:
+        past = time.monotonic() > deadline
+        if value := predicate():
+            return value
+        if past:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
 
 

@@ -39,8 +39,9 @@ from datetime import datetime
 
 import psycopg
 import pytest
-from ha_cluster import DB, ROOT, HaCluster, wait_until
+from ha_cluster import DB, POLL_S, ROOT, HaCluster
 from reaper_facts import JOB_NAME, server_settings
+from reaper_support import wait_for
 
 ETCD_PORTS = (23791, 23801)
 # Run details of the reaper's own job (the purge and warden jobs run too).
@@ -135,12 +136,12 @@ def _failover(cluster: HaCluster, capsys) -> None:
     # ---- bootstrap: n1 leads, n2 streams from it ----
     cluster.start_etcd()
     cluster.start(n1)
-    wait_until(lambda: cluster.is_leader(n1) and cluster.writable(n1), 90, "n1 to bootstrap as leader")
+    wait_for(lambda: cluster.is_leader(n1) and cluster.writable(n1), 90, "n1 to bootstrap as leader", interval=POLL_S)
     cluster.start(n2)
     with psycopg.connect(n1.dsn("postgres"), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {DB} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'")
-    wait_until(lambda: _one(n1, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cron launcher'")[0],
-               30, "pg_cron's launcher on n1")
+    wait_for(lambda: _one(n1, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_cron launcher'")[0],
+             30, "pg_cron's launcher on n1", interval=POLL_S)
     stand_in = subprocess.run(
         ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "stand-in/messenger_service.sql",
          f"postgresql://postgres@127.0.0.1:{n1.pg_port}/{DB}"],
@@ -157,7 +158,7 @@ def _failover(cluster: HaCluster, capsys) -> None:
             "SELECT extract(epoch FROM polling_interval)::float8, batch_size FROM messenger.call_reaper_settings"
         ).fetchone()
     assert BACKLOG >= 3 * batch, "the backlog must be several batches to exercise the catch-up"
-    wait_until(lambda: cluster.is_streaming_replica(n2), 90, "n2 to stream from n1")
+    wait_for(lambda: cluster.is_streaming_replica(n2), 90, "n2 to stream from n1", interval=POLL_S)
     bootstrapped_s = time.monotonic() - t0
 
     # ---- steady load; the old leader's job runs; then a backlog and the kill ----
@@ -168,8 +169,8 @@ def _failover(cluster: HaCluster, capsys) -> None:
     loader.start()
     try:
         # pg_cron 1.4 runs a new job at the next minute, or the one after if it loads mid-minute.
-        wait_until(lambda: _one(n1, f"SELECT count(*) FROM {JOB_RUNS}")[0], 130,
-                   "the first scheduled run on n1")
+        wait_for(lambda: _one(n1, f"SELECT count(*) FROM {JOB_RUNS}")[0], 130,
+                 "the first scheduled run on n1", interval=POLL_S)
         t_steady = time.time()
         # The kill second of the next minute that leaves the backlog a second before it.
         now = time.time()
@@ -189,35 +190,35 @@ def _failover(cluster: HaCluster, capsys) -> None:
         cluster.kill(n1)
 
         # ---- failover ----
-        wait_until(lambda: cluster.writable(n2), 90, "n2 to accept writes", interval=0.05)
+        wait_for(lambda: cluster.writable(n2), 90, "n2 to accept writes", interval=0.05)
         t_writable = time.time()
-        first_cycle = wait_until(
+        first_cycle = wait_for(
             lambda: _one(n2, "SELECT min(started_at) FROM messenger.call_reaper_runs WHERE started_at > to_timestamp(%s)",
                          (t_kill,))[0],
-            interval_s + MARGIN_S + 60, "a cycle on the new leader")
+            interval_s + MARGIN_S + 60, "a cycle on the new leader", interval=POLL_S)
         t_first = first_cycle.timestamp()
         t_rejoin_start = time.time()
         cluster.start(n1)
-        wait_until(lambda: cluster.is_streaming_replica(n1), 90, "the old leader to rejoin as a replica")
+        wait_for(lambda: cluster.is_streaming_replica(n1), 90, "the old leader to rejoin as a replica", interval=POLL_S)
         t_rejoined = time.time()
         # The scheduled job itself, not only the callback: at the latest at the minute after
         # the promotion (pg_cron 1.4), then at every tick.
-        wait_until(lambda: _one(n2, f"SELECT count(*) FROM {JOB_RUNS} AND start_time > to_timestamp(%s)",
-                                (t_writable,))[0],
-                   60 + interval_s + MARGIN_S, "a scheduled run on the new leader")
+        wait_for(lambda: _one(n2, f"SELECT count(*) FROM {JOB_RUNS} AND start_time > to_timestamp(%s)",
+                              (t_writable,))[0],
+                 60 + interval_s + MARGIN_S, "a scheduled run on the new leader", interval=POLL_S)
         # One more tick with the old leader back as a replica.
-        wait_until(lambda: _one(n2, "SELECT count(*) FROM messenger.call_reaper_runs WHERE started_at > to_timestamp(%s)",
-                                (t_rejoined,))[0],
-                   interval_s + MARGIN_S, "a cycle after the rejoin")
+        wait_for(lambda: _one(n2, "SELECT count(*) FROM messenger.call_reaper_runs WHERE started_at > to_timestamp(%s)",
+                              (t_rejoined,))[0],
+                 interval_s + MARGIN_S, "a cycle after the rejoin", interval=POLL_S)
     finally:
         load.stop.set()
         loader.join(10)
 
     # ---- every call on the new leader closes exactly once, with exactly its outbox row ----
     with psycopg.connect(n2.dsn(), autocommit=True) as conn:
-        wait_until(lambda: conn.execute(
+        wait_for(lambda: conn.execute(
             "SELECT count(*) = 0 FROM messenger.call_sessions WHERE status = 'Ringing'").fetchone()[0],
-            RING_TIMEOUT_S + 2 * interval_s + MARGIN_S, "every call to be closed")
+            RING_TIMEOUT_S + 2 * interval_s + MARGIN_S, "every call to be closed", interval=POLL_S)
         calls = {r[0]: r[1:] for r in conn.execute(
             "SELECT call_id, status, end_reason, extract(epoch FROM started_at)::float8,"
             " extract(epoch FROM ended_at)::float8 FROM messenger.call_sessions")}

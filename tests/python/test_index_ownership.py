@@ -18,6 +18,7 @@ import time
 import psycopg
 import pytest
 from adoption_support import ROOT, create_product_database, reaper_objects, sqitch
+from reaper_support import wait_for
 
 NO_CRON = ("--set", "scheduler=none")
 
@@ -103,20 +104,12 @@ def deployed_changes(conn: psycopg.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT change FROM sqitch.changes ORDER BY committed_at, change")]
 
 
-def wait_for(conn: psycopg.Connection, query: str, params: tuple = (), timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row = conn.execute(query, params).fetchone()
-        if row is not None and row[0] is not None:
-            return row[0]
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for: {query} {params}")
-
-
 def build_at(conn: psycopg.Connection, relation: str, phase: str) -> int:
     """The pid of the CREATE INDEX CONCURRENTLY on `relation` once it is at `phase`."""
-    return wait_for(conn, """SELECT pid FROM pg_stat_progress_create_index
-                              WHERE relid = %s::regclass AND phase = %s""", (relation, phase))
+    return wait_for(lambda: conn.execute("""SELECT max(pid) FROM pg_stat_progress_create_index
+                                             WHERE relid = %s::regclass AND phase = %s""",
+                                          (relation, phase)).fetchone()[0],
+                    30, f"the build on {relation} to reach '{phase}'", interval=0.02)
 
 
 WAITS = ["waiting for writers before build", "waiting for writers before validation", "waiting for old snapshots"]

@@ -25,22 +25,7 @@ SAMPLING = 4.0
 MOST_IDS_BEHIND = 8
 
 
-def wait_for_the_warden(conn, timeout: float = 75.0) -> None:
-    # pg_cron 1.4 starts a (re)scheduled job at the next minute boundary.
-    since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if warden_is_running(conn, since):
-            return
-        time.sleep(0.5)
-    runs = conn.execute(
-        "SELECT j.jobname, d.status, d.return_message, d.start_time FROM cron.job_run_details AS d"
-        " JOIN cron.job AS j USING (jobid) ORDER BY d.start_time DESC LIMIT 6").fetchall()
-    raise AssertionError(f"the lock warden's pg_cron job did not start within a minute: {runs}")
-
-
-def test_the_scheduled_procedures_hold_no_snapshot_for_long(conn):
-    wait_for_the_warden(conn)
+def test_the_scheduled_procedures_hold_no_snapshot_for_long(conn, warden_running):
     sampling_since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
     ours: list[int] = []
     worst: dict[str, int] = {}
