@@ -3,7 +3,7 @@
 #   make test   deploy, check and test everything in throwaway clusters, six stages side by side
 #               (test-versions: PostgreSQL 16-18; test-libpq, test-crossdb: pg_cron's other modes;
 #               test-main, test-deploys, test-realtime: 15 + pg_cron); what .ci/run calls
-#   make check  the fast tier (about 30-40 s on 2 cores): the Sqitch plan + test map lint (CONTRIBUTING.md) and the link check,
+#   make check  the fast tier (about 40 s on 2 cores): the Sqitch plan + test map lint (CONTRIBUTING.md) and the link check,
 #               then in one PostgreSQL 15 + pg_cron cluster deploy, verify, plpgsql_check, pgTAP
 #               (its partitioned file in a second database, on the partitioned stand-in)
 #   make lint   ruff over the Python files
