@@ -13,10 +13,10 @@ BEGIN;
 --   p_as_of     the cycle's time: ended_at, updated_at and the outbox created_at
 --   p_calls, p_outbox  the cycle's pair (messenger._reap_pair): messenger.call_sessions and
 --               messenger.realtime_outbox run the static statement; another pair of their shape
---               runs the same text through EXECUTE: the outbox's id from its own default, or,
---               where its id has none (no identity, no DEFAULT: a Citus shard), from the default
---               outbox's sequence (pg_get_serial_sequence; on a Citus worker that node's range),
---               named in the INSERT: the one difference between the two texts
+--               runs the same text through EXECUTE (messenger._reap_pair_sql): the outbox's id
+--               from its own default, or, where its id has none (no identity, no DEFAULT: a
+--               Citus shard), from the default outbox's sequence (on a Citus worker that node's
+--               range), named in the INSERT's two id slots
 -- Returns the calls it closed, in due order, with how late each was closed (p_as_of - due).
 -- Locking: the caller must already hold the rows (FOR NO KEY UPDATE). The UPDATE re-checks the
 -- phase's status, so a call that is no longer active is left untouched and gets no outbox row.
@@ -54,28 +54,15 @@ DECLARE
     v_kind        messenger.realtime_outbox.kind%TYPE;
     v_both        boolean;
     v_target_kind messenger.realtime_outbox.target_kind%TYPE := 'User';
-    v_id_sequence regclass;
-    v_id_column   text := '';
-    v_id_value    text := '';
 BEGIN
 SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both'
   INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both
   FROM messenger.call_reaper_phases() AS r
  WHERE r.phase = p_phase;
--- Another pair's outbox whose id has no default (no identity, no DEFAULT: a Citus shard) gets
--- id named and numbered by the default outbox's sequence, in due order (nextval in the select
--- list is evaluated after its ORDER BY); the default pair is never looked up.
-IF p_outbox <> 'messenger.realtime_outbox'::regclass
-   AND EXISTS (SELECT FROM pg_catalog.pg_attribute AS a
-                WHERE a.attrelid = p_outbox AND a.attname = 'id' AND NOT a.attisdropped
-                  AND a.attidentity = '' AND NOT a.atthasdef) THEN
-    v_id_sequence := pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id')::regclass;
-    v_id_column := 'id, ';
-    v_id_value := 'pg_catalog.nextval($12), ';
-END IF;
 -- The default pair: this static statement, whose generic plan the session keeps.
 IF p_calls = 'messenger.call_sessions'::regclass AND p_outbox = 'messenger.realtime_outbox'::regclass THEN
 RETURN QUERY
+-- pair: close
 WITH closed AS (
     UPDATE messenger.call_sessions AS c
        SET status           = v_to,
@@ -90,8 +77,8 @@ WITH closed AS (
     RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
 ), pushed AS (
     INSERT INTO messenger.realtime_outbox
-           (kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
-    SELECT v_kind,
+           (/* id column */kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
+    SELECT /* id value */v_kind,
            v_target_kind,
            'user:' || r.user_id,
            x.call_id,
@@ -113,41 +100,13 @@ SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reas
   FROM closed AS x
  ORDER BY x.due_at, x.call_id;
 ELSE
-    -- Another pair: the same statement, planned per call (tests/python/test_pair_statements.py
-    -- holds the two texts to one statement, but for the id above).
-    RETURN QUERY EXECUTE format($pair$WITH closed AS (
-    UPDATE %1$s AS c
-       SET status           = $1,
-           end_reason       = $2,
-           ended_at         = $3,
-           updated_at       = $3,
-           duration_seconds = NULL
-      FROM unnest($4, $5, $6) AS d (call_id, started_at, due_at)
-     WHERE c.call_id = d.call_id
-       AND c.started_at = d.started_at
-       AND c.status = $7
-    RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
-), pushed AS (
-    INSERT INTO %2$s
-           (%3$skind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
-    SELECT %4$s$8,
-           $9,
-           'user:' || r.user_id,
-           x.call_id,
-           jsonb_build_object('callId', x.call_id, 'status', x.status, 'mediaType', x.media_type),
-           $10,
-           $3
-      FROM closed AS x
-     CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
-     WHERE r.n = 1 OR ($11 AND x.callee_user_id <> x.caller_user_id)
-     ORDER BY x.due_at, x.call_id, r.n
-)
-SELECT x.call_id, x.caller_user_id, x.callee_user_id, x.status::text, x.end_reason::text,
-       extract(epoch FROM $3 - x.due_at)::double precision
-  FROM closed AS x
- ORDER BY x.due_at, x.call_id$pair$, p_calls, p_outbox, v_id_column, v_id_value)
-      USING v_to, v_end_reason, p_as_of, p_call_ids, p_started_at, p_due_at, v_from, v_kind, v_target_kind, p_run_id, v_both,
-            v_id_sequence;
+    -- Another pair: the same statement, planned per call; an outbox whose id has no default (a
+    -- Citus shard) gets the id's slots filled (messenger._reap_pair_sql).
+    RETURN QUERY EXECUTE messenger._reap_pair_sql('messenger._reap_apply', 'close', p_calls, p_outbox,
+                                                  'v_to', 'v_end_reason', 'p_as_of', 'p_call_ids', 'p_started_at',
+                                                  'p_due_at', 'v_from', 'v_kind', 'v_target_kind', 'p_run_id', 'v_both')
+      USING v_to, v_end_reason, p_as_of, p_call_ids, p_started_at, p_due_at, v_from, v_kind, v_target_kind,
+            p_run_id, v_both;
 END IF;
 END
 $$;

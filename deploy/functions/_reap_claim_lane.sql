@@ -74,6 +74,7 @@ DECLARE
 BEGIN
     -- The default pair: this static statement, whose generic plan the session keeps.
     IF p_calls = 'messenger.call_sessions'::regclass THEN
+    -- pair: claim
     WITH claimed AS MATERIALIZED (
         SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
           FROM messenger.call_sessions AS s
@@ -121,53 +122,10 @@ BEGIN
                             OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
                      ORDER BY s.started_at) AS x) AS w;
     ELSE
-        -- Another pair's calls relation: the same statement, planned per call
-        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-        EXECUTE format($pair$WITH claimed AS MATERIALIZED (
-        SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
-          FROM %1$s AS s
-         WHERE s.status = $1
-           AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
-           AND s.started_at >= $3 AND s.started_at <= $4
-           AND s.call_id <> ALL ($7)
-           AND (NOT $8 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-         ORDER BY s.started_at
-         LIMIT $9
-           FOR NO KEY UPDATE OF s SKIP LOCKED
-    ), batch AS (
-        SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}') AS ids,
-               coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}') AS started,
-               coalesce(array_agg(c.due_key ORDER BY c.started_at, c.call_id), '{}') AS keys
-          FROM claimed AS c
-    ), bound AS (
-        SELECT b.*,
-               CASE WHEN cardinality(b.ids) < $9 THEN $5 ELSE b.started[$9] END AS upto_key,
-               CASE WHEN cardinality(b.ids) < $9 THEN $6 ELSE b.ids[$9] END AS upto_id,
-               CASE WHEN cardinality(b.ids) < $9 THEN $4 ELSE b.started[$9] - interval '1 microsecond' END AS walked_to
-          FROM batch AS b
-    )
-    SELECT b.ids, b.started, b.keys, b.upto_key, b.upto_id,
-           w.due - (SELECT count(*) FROM unnest(b.started) AS u (started_at) WHERE u.started_at <= b.walked_to)::integer,
-           w.talkers, w.talking_since
-      FROM bound AS b
-     CROSS JOIN LATERAL
-           (SELECT count(*) FILTER (WHERE x.due)::integer AS due,
-                   count(*) FILTER (WHERE NOT x.due)::integer AS talkers,
-                   min(x.updated_at) FILTER (WHERE NOT x.due) AS talking_since
-              FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2) AS due, s.updated_at
-                      FROM %1$s AS s
-                     WHERE s.status = $1
-                       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                       AND s.started_at <= $2
-                       AND s.started_at >= $3 AND s.started_at <= b.walked_to
-                       AND s.call_id <> ALL ($7)
-                       -- A call still talking is counted without a quarantine probe (counting a
-                       -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
-                       -- probe per row: hashed, it would read the whole quarantine each time.
-                       AND (NOT $8
-                            OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, $2)
-                            OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
-                     ORDER BY s.started_at) AS x) AS w$pair$, p_calls)
+        -- Another pair's calls relation: the same statement, planned per call.
+        EXECUTE messenger._reap_pair_sql('messenger._reap_claim_lane', 'claim', p_calls, NULL,
+                                         'v_status', 'p_cutoff', 'v_from', 'v_to', 'p_hi_key', 'p_hi_id',
+                                         'p_taken', 'p_quarantined', 'p_limit')
            INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
           USING v_status, p_cutoff, v_from, v_to, p_hi_key, p_hi_id, p_taken, p_quarantined, p_limit;
     END IF;

@@ -39,6 +39,7 @@ DECLARE
 BEGIN
     -- The default pair: this static statement, whose generic plan the session keeps.
     IF v_whole THEN
+    -- pair: retries
     WITH expired AS (
         SELECT q.call_id FROM messenger.call_reaper_quarantine AS q
          WHERE q.phase = p_phase AND q.next_attempt_at <= p_as_of
@@ -65,32 +66,9 @@ BEGIN
       INTO ids, started, keys
       FROM claimed AS c;
     ELSE
-        -- Another pair's calls relation: the same statement, planned per call
-        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-        EXECUTE format($pair$WITH expired AS (
-        SELECT q.call_id FROM messenger.call_reaper_quarantine AS q
-         WHERE q.phase = $1 AND q.next_attempt_at <= $2
-           AND ($4 OR EXISTS (SELECT FROM %1$s AS s WHERE s.call_id = q.call_id))
-         ORDER BY q.next_attempt_at, q.call_id
-         LIMIT $3
-    ), gone AS (
-        DELETE FROM messenger.call_reaper_quarantine AS q
-         USING expired AS e
-         WHERE q.call_id = e.call_id
-           AND NOT EXISTS (SELECT FROM %1$s AS s
-                            WHERE s.call_id = e.call_id AND s.status = $5
-                              AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $6))
-    ), claimed AS MATERIALIZED (
-        SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
-          FROM %1$s AS s
-         WHERE s.call_id = ANY (ARRAY(SELECT e.call_id FROM expired AS e))
-           AND s.status = $5 AND messenger.call_is_due(s.status, s.started_at, s.updated_at, $6)
-           FOR NO KEY UPDATE OF s SKIP LOCKED
-    )
-    SELECT coalesce(array_agg(c.call_id ORDER BY c.started_at, c.call_id), '{}'),
-           coalesce(array_agg(c.started_at ORDER BY c.started_at, c.call_id), '{}'),
-           coalesce(array_agg(c.due_key ORDER BY c.started_at, c.call_id), '{}')
-      FROM claimed AS c$pair$, p_calls)
+        -- Another pair's calls relation: the same statement, planned per call.
+        EXECUTE messenger._reap_pair_sql('messenger._reap_claim_retries', 'retries', p_calls, NULL,
+                                         'p_phase', 'p_as_of', 'p_share', 'v_whole', 'v_status', 'p_cutoff')
            INTO ids, started, keys
           USING p_phase, p_as_of, p_share, v_whole, v_status, p_cutoff;
     END IF;

@@ -38,7 +38,9 @@ DECLARE
     v_to     constant timestamptz := p_hi_key - CASE WHEN p_hi_id = c_after THEN interval '0' ELSE interval '1 microsecond' END;
 BEGIN
     IF p_calls = 'messenger.call_sessions'::regclass THEN
-    SELECT s.started_at, s.call_id INTO due_key, call_id
+    -- pair: first passed
+    SELECT s.started_at, s.call_id
+      INTO due_key, call_id
       FROM messenger.call_sessions AS s
      WHERE s.status = v_status
        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
@@ -48,17 +50,9 @@ BEGIN
      ORDER BY s.started_at
      LIMIT 1;
     ELSE
-        -- Another pair's calls relation: the same statement, planned per call
-        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-        EXECUTE format($pair$SELECT s.started_at, s.call_id
-      FROM %1$s AS s
-     WHERE s.status = $1
-       AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-       AND s.started_at >= $2 AND s.started_at <= $3
-       AND s.call_id <> ALL ($4)
-       AND (NOT $5 OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
-     ORDER BY s.started_at
-     LIMIT 1$pair$, p_calls)
+        -- Another pair's calls relation: the same statement, planned per call.
+        EXECUTE messenger._reap_pair_sql('messenger._reap_first_passed', 'first passed', p_calls, NULL,
+                                         'v_status', 'v_from', 'v_to', 'p_claimed', 'p_quarantined')
            INTO due_key, call_id
           USING v_status, v_from, v_to, p_claimed, p_quarantined;
     END IF;

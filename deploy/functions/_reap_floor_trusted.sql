@@ -62,17 +62,16 @@ BEGIN
         RETURN false;
     END IF;
     IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-    SELECT true INTO v_anchored
+    -- pair: anchored
+    SELECT true
+      INTO v_anchored
       FROM messenger.call_sessions AS s
      WHERE s.call_id = p_floor.call_id AND s.started_at = p_floor.anchor_started_at
      LIMIT 1;
     ELSE
-        -- Another pair's calls relation: the same statement, planned per call
-        -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-        EXECUTE format($pair$SELECT true
-      FROM %1$s AS s
-     WHERE s.call_id = $1 AND s.started_at = $2
-     LIMIT 1$pair$, p_run.calls)
+        -- Another pair's calls relation: the same statement, planned per call.
+        EXECUTE messenger._reap_pair_sql('messenger._reap_floor_trusted', 'anchored', p_run.calls, NULL,
+                                         'p_floor.call_id', 'p_floor.anchor_started_at')
            INTO v_anchored
           USING p_floor.call_id, p_floor.anchor_started_at;
     END IF;

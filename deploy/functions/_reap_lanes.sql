@@ -107,7 +107,9 @@ BEGIN
         -- where the step stops, so the backlog lane walks it and the floor's talking_since
         -- counts it (stepped over, it would be hidden below the floor uncounted).
         IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-        SELECT x.due_key, x.call_id, x.healthy INTO v_key, v_id, v_healthy
+        -- pair: first healthy
+        SELECT x.due_key, x.call_id, x.healthy
+          INTO v_key, v_id, v_healthy
           FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
                    FROM messenger.call_sessions AS s
                   WHERE s.status = v_status
@@ -128,28 +130,9 @@ BEGIN
                   LIMIT 1)) AS x
          LIMIT 1;
         ELSE
-            -- Another pair's calls relation: the same statement, planned per call
-            -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-            EXECUTE format($pair$SELECT x.due_key, x.call_id, x.healthy
-          FROM ((SELECT s.started_at AS due_key, s.call_id, true AS healthy
-                   FROM %1$s AS s
-                  WHERE s.status = $1
-                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND s.started_at >= $2 + CASE WHEN $3 = $5 THEN interval '1 microsecond' ELSE interval '0' END
-                    AND s.started_at <= $4
-                    AND NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id)
-                  ORDER BY s.started_at
-                  LIMIT 1)
-                UNION ALL
-                (SELECT s.started_at, s.call_id, false
-                   FROM %1$s AS s
-                  WHERE s.status = $1
-                    AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                    AND s.started_at >= $2 + CASE WHEN $3 = $5 THEN interval '1 microsecond' ELSE interval '0' END
-                    AND s.started_at <= $4
-                  ORDER BY s.started_at DESC
-                  LIMIT 1)) AS x
-         LIMIT 1$pair$, p_run.calls)
+            -- Another pair's calls relation: the same statement, planned per call.
+            EXECUTE messenger._reap_pair_sql('messenger._reap_lanes', 'first healthy', p_run.calls, NULL,
+                                             'v_status', 'l.backlog_key', 'l.backlog_id', 'l.fresh_from', 'c_uuid_max')
                INTO v_key, v_id, v_healthy
               USING v_status, l.backlog_key, l.backlog_id, l.fresh_from, c_uuid_max;
         END IF;

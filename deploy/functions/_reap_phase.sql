@@ -178,16 +178,15 @@ BEGIN
     IF cardinality(v_retry_ids) > 0 THEN
         -- Retried calls that closed leave the quarantine; those that failed again stay.
         IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+        -- pair: retried left
         DELETE FROM messenger.call_reaper_quarantine AS q
          WHERE q.call_id = ANY (v_retry_ids)
            AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
                             WHERE s.call_id = q.call_id AND s.status = v_status);
         ELSE
-            -- Another pair's calls relation: the same statement (tests/python/test_pair_statements.py).
-            EXECUTE format($pair$DELETE FROM messenger.call_reaper_quarantine AS q
-         WHERE q.call_id = ANY ($1)
-           AND NOT EXISTS (SELECT FROM %1$s AS s
-                            WHERE s.call_id = q.call_id AND s.status = $2)$pair$, p_run.calls)
+            -- Another pair's calls relation: the same statement.
+            EXECUTE messenger._reap_pair_sql('messenger._reap_phase', 'retried left', p_run.calls, NULL,
+                                             'v_retry_ids', 'v_status')
               USING v_retry_ids, v_status;
         END IF;
     END IF;

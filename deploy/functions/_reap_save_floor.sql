@@ -83,7 +83,9 @@ BEGIN
         -- The lane's end, anchored at the last Answered call up to it (an anchor must exist:
         -- check (c)); one backward probe of ix_call_due, only here.
         IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-        SELECT s.started_at, s.call_id INTO v_key, v_id
+        -- pair: last answered
+        SELECT s.started_at, s.call_id
+          INTO v_key, v_id
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
            AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
@@ -91,15 +93,9 @@ BEGIN
          ORDER BY s.started_at DESC, s.call_id DESC
          LIMIT 1;
         ELSE
-            -- Another pair's calls relation: the same statement, planned per call
-            -- (tests/python/test_pair_statements.py holds the two texts to one statement).
-            EXECUTE format($pair$SELECT s.started_at, s.call_id
-          FROM %1$s AS s
-         WHERE s.status = $1
-           AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-           AND s.started_at <= $2 - CASE WHEN $3 = $4 THEN interval '0' ELSE interval '1 microsecond' END
-         ORDER BY s.started_at DESC, s.call_id DESC
-         LIMIT 1$pair$, p_run.calls)
+            -- Another pair's calls relation: the same statement, planned per call.
+            EXECUTE messenger._reap_pair_sql('messenger._reap_save_floor', 'last answered', p_run.calls, NULL,
+                                             'v_status', 'p_outcome.upto_key', 'p_outcome.upto_id', 'c_after')
                INTO v_key, v_id
               USING v_status, p_outcome.upto_key, p_outcome.upto_id, c_after;
         END IF;
@@ -155,10 +151,13 @@ BEGIN
     -- The anchor's started_at (check (c) finds it by it); gone meanwhile: no floor rather than
     -- one no check can confirm.
     IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-    SELECT a.started_at INTO v_anchor FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1;
+    -- pair: anchor
+    SELECT a.started_at
+      INTO v_anchor
+      FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1;
     ELSE
         -- Another pair's calls relation: the same statement, planned per call.
-        EXECUTE format($pair$SELECT a.started_at FROM %1$s AS a WHERE a.call_id = $1 LIMIT 1$pair$, p_run.calls)
+        EXECUTE messenger._reap_pair_sql('messenger._reap_save_floor', 'anchor', p_run.calls, NULL, 'v_id')
            INTO v_anchor
           USING v_id;
     END IF;

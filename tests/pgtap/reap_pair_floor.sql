@@ -1,11 +1,12 @@
 -- Each relation pair keeps its own claim floor: a drain on a second pair (a shard's shape)
 -- stores a floor keyed by that pair's calls relation, anchored at one of its calls, and its next
 -- cycles start there; the default pair neither sees nor touches it. The anchor check reads the
--- pair's own relation. A call released from the quarantine deletes every other pair's floor
--- (the quarantine does not say which relation holds the call), and the drain still closes every
--- due call of the pair exactly once, with exactly its outbox rows.
+-- pair's own relation, and so does the step over the quarantine to the first healthy call. A
+-- call released from the quarantine deletes every other pair's floor (the quarantine does not
+-- say which relation holds the call), and the drain still closes every due call of the pair
+-- exactly once, with exactly its outbox rows.
 BEGIN;
-SELECT plan(13);
+SELECT plan(14);
 
 \ir fixtures/second_pair.sql
 -- 1 000 Ringing calls of the second pair overdue at 12:00, a second apart.
@@ -63,6 +64,12 @@ INSERT INTO messenger.call_reaper_quarantine
 VALUES (gen_random_uuid(), 'ring_timeout', 1, '2100-01-01 12:00+00', '2100-01-01 12:00+00', '2100-01-01 12:01+00',
         'P0001', 'test', gen_random_uuid());
 SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_claim_floor), 1, 'a quarantine row alone leaves the floor');
+-- With a call quarantined and the floor trusted, the lanes step over the quarantine to the
+-- first healthy call at or after the floor: a probe of the pair's own relation.
+SELECT is((SELECT ROW(l.over_quarantine, l.backlog_key)::text FROM pg_temp.lanes('pair_test.calls', '2100-01-01 12:00:01+00') AS l),
+          (SELECT ROW(true, min(s.started_at))::text FROM pair_test.calls AS s, messenger.call_reaper_claim_floor AS f
+            WHERE f.calls = 'pair_test.calls'::regclass AND s.status = 'Ringing' AND s.started_at >= f.due_key),
+          'with a call quarantined, the pair''s backlog lane starts at its first healthy call past the floor');
 DELETE FROM messenger.call_reaper_quarantine;
 SELECT is((SELECT count(*)::integer FROM messenger.call_reaper_claim_floor), 0,
           'a released call deletes the other pair''s floor');

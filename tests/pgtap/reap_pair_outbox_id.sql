@@ -7,10 +7,6 @@ BEGIN;
 SELECT plan(7);
 
 \ir fixtures/second_pair.sql
-CREATE TABLE pair_test.outbox_noid (LIKE messenger.realtime_outbox INCLUDING ALL);
-ALTER TABLE pair_test.outbox_noid ALTER COLUMN id DROP IDENTITY IF EXISTS;
-ALTER TABLE pair_test.outbox_noid ALTER COLUMN id DROP DEFAULT;
-GRANT INSERT ON pair_test.outbox_noid TO messenger_call_reaper_owner;
 CREATE TEMP TABLE calls_before AS SELECT * FROM pair_test.calls;
 -- The sequence's position before and after the run, taken by nextval (another session's
 -- nextval in between only moves it further): every id the run takes lies strictly between.
