@@ -23,8 +23,10 @@ BEGIN;
 -- statement still names after the replacement, or an outbox statement without p_outbox
 -- (22023). A test runs every routine's call of it (tests/pgtap/pair_sql.sql), so a variable
 -- added to a statement but not to its call fails there, not on a Citus worker.
--- It reads the catalog on each call (tens of microseconds): only another pair pays it, whose
--- statements are planned on each call anyway.
+-- It reads the routine's source and rewrites the text on each call: 0.1-0.4 ms (one regular
+-- expression per variable), paid only by another pair, beside the planning of each EXECUTE
+-- (0.5-0.9 ms) that it paid anyway. No cache: a session-level one (a custom setting, a temporary
+-- table) is one the caller could fill first, and this text runs as the reaper's owner.
 CREATE FUNCTION messenger._reap_pair_sql(
     p_routine regproc,
     p_name    text,
@@ -41,7 +43,7 @@ DECLARE
     v_src     text;
     v_at      integer;
     v_sql     text;
-    v_pattern text;
+    v_done    text;
     v_left    text;
 BEGIN
     SELECT p.prosrc INTO v_src FROM pg_catalog.pg_proc AS p WHERE p.oid = p_routine;
@@ -60,12 +62,12 @@ BEGIN
     v_sql := regexp_replace(left(v_sql, v_at - 1), '^[ \t]*INTO\M[^\n]*\n', '', 'gn');
 
     FOR i IN 1 .. coalesce(cardinality(p_params), 0) LOOP
-        v_pattern := '\m' || replace(p_params[i], '.', '\.') || '\M';
-        IF v_sql !~ v_pattern THEN
+        v_done := regexp_replace(v_sql, '\m' || replace(p_params[i], '.', '\.') || '\M', '$' || i, 'g');
+        IF v_done = v_sql THEN
             RAISE EXCEPTION 'the statement "%" of % does not use %', p_name, p_routine, p_params[i]
                 USING ERRCODE = '22023';
         END IF;
-        v_sql := regexp_replace(v_sql, v_pattern, '$' || i, 'g');
+        v_sql := v_done;
     END LOOP;
     v_left := substring(v_sql FROM '\m(?:[pvc]_\w+|l\.\w+)');
     IF v_left IS NOT NULL THEN
@@ -74,13 +76,15 @@ BEGIN
                   HINT = 'Pass every variable the statement uses, in the order of its USING.';
     END IF;
 
-    v_sql := regexp_replace(v_sql, '\mmessenger\.call_sessions\M', replace(p_calls::text, '\', '\\'), 'g');
-    IF v_sql ~ '\mmessenger\.realtime_outbox\M' THEN
+    -- replace(), not a regular expression: a third of the cost, and no marked statement names a
+    -- relation that starts with either name (tests/pgtap/pair_sql.sql finds neither left).
+    v_sql := replace(v_sql, 'messenger.call_sessions', p_calls::text);
+    IF strpos(v_sql, 'messenger.realtime_outbox') > 0 THEN
         IF p_outbox IS NULL THEN
             RAISE EXCEPTION 'the statement "%" of % writes the outbox: pass the pair''s outbox', p_name, p_routine
                 USING ERRCODE = '22023';
         END IF;
-        v_sql := regexp_replace(v_sql, '\mmessenger\.realtime_outbox\M', replace(p_outbox::text, '\', '\\'), 'g');
+        v_sql := replace(v_sql, 'messenger.realtime_outbox', p_outbox::text);
         IF EXISTS (SELECT FROM pg_catalog.pg_attribute AS a
                     WHERE a.attrelid = p_outbox AND a.attname = 'id' AND NOT a.attisdropped
                       AND a.attidentity = '' AND NOT a.atthasdef) THEN
