@@ -25,8 +25,8 @@ BEGIN;
 -- Why shaped so (docs/design.md): PL/pgSQL around a single
 -- RETURN QUERY, not LANGUAGE sql, because PostgreSQL 15 re-plans a non-inlinable SQL
 -- function's statement on every call, while PL/pgSQL keeps the plan for the session;
--- enable_sort = on because the caller turns sorting off for its claims and this statement must
--- sort its batch (the outbox rows in due order, see below).
+-- enable_sort = on because messenger._reap_pair turns sorting off for the claims and this
+-- statement must sort its batch (the outbox rows in due order, see below).
 CREATE FUNCTION messenger._reap_apply(
     p_phase      text,
     p_call_ids   uuid[],
@@ -41,7 +41,6 @@ RETURNS TABLE (call_id uuid, caller_user_id uuid, callee_user_id uuid, status te
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
 SET enable_sort = on
 AS $$
 #variable_conflict use_column

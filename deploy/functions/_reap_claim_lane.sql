@@ -57,9 +57,6 @@ CREATE FUNCTION messenger._reap_claim_lane(
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_sort = off
-SET jit = off
 AS $$
 -- FOR UPDATE needs VOLATILE (PostgreSQL refuses it in a STABLE function), which plpgsql_check
 -- does not see: @plpgsql_check_options: performance_warnings = false

@@ -28,8 +28,6 @@ CREATE FUNCTION messenger._reap_claim_retries(
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
 AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;   -- text, varchar or the enum

@@ -26,9 +26,6 @@ CREATE FUNCTION messenger._reap_first_passed(
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_sort = off
-SET jit = off
 AS $$
 DECLARE
     v_status messenger.call_sessions.status%TYPE := p_status;

@@ -36,8 +36,8 @@ BEGIN;
 -- text through EXECUTE on another).
 -- The floor's other rules: messenger._reap_save_floor (where it stops, whether it is kept or
 -- swept) and the trigger function messenger._call_reaper_quarantine_released (a released call
--- below it resets it). Called by messenger._reap_lanes, whose plan_cache_mode (generic plans)
--- it inherits: a SET clause of its own would cost every call a GUC save and restore.
+-- below it resets it). Called by messenger._reap_lanes; runs with messenger._reap_pair's
+-- planner settings (generic plans), like every routine of the cycle.
 CREATE FUNCTION messenger._reap_floor_trusted(
     p_run     messenger.call_reaper_phase_run,
     p_floor   record,

@@ -24,9 +24,6 @@ RETURNS messenger.call_reaper_lanes
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_sort = off
-SET jit = off
 AS $$
 DECLARE
     -- Paired with the all-ones uuid, a due key k bounds a range to the keys after k from below

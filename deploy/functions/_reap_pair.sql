@@ -44,6 +44,19 @@ BEGIN;
 -- caller's value back on return; where the setting does not exist (no Citus) it sets nothing.
 -- Not a SET clause on the routine: without Citus loaded that is a placeholder setting, which a
 -- deployer that is not a superuser may not put on a routine (42501, PostgreSQL 15-18).
+-- The planner settings of every statement of a cycle on a pair are here, once, for every
+-- routine it calls (each of them a SET clause of its own cost a setting's save and restore per
+-- call, a few microseconds, many times a cycle); only messenger._reap_apply turns sorting back
+-- on for its statement:
+--   * plan_cache_mode = force_generic_plan: each statement planned once per session, not once
+--     per cycle (on a partitioned call_sessions, once per partition per cycle); the generic
+--     plans are the same range scans and prune partitions at executor start-up;
+--   * enable_sort = off: a claim walks its index (messenger._call_reaper_claim_indexes) in key
+--     order and never sorts a lane (on the product's own index of active calls, (status,
+--     started_at) without call_id, the calls of one started_at come in the heap's order);
+--   * jit = off: the cost a disabled sort is charged would otherwise make the executor
+--     JIT-compile statements that run in microseconds.
+-- tests/pgtap/cycle_settings.sql holds them to this one place.
 CREATE FUNCTION messenger._reap_pair(
     p_calls     regclass,
     p_outbox    regclass,
@@ -63,6 +76,8 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_sort = off
 SET jit = off
 AS $$
 DECLARE

@@ -47,14 +47,8 @@ BEGIN;
 -- O(1) records per cycle, not one per call.
 -- Why shaped so: docs/design.md, "Claiming" and "Poison":
 --   * the anti-join against the quarantine runs only while the quarantine has a row at all;
---   * plan_cache_mode = force_generic_plan: planned once per session, not once per cycle (on a
---     partitioned call_sessions, once per partition per cycle); the generic plans are the same
---     range scans and prune partitions at executor start-up;
---   * enable_sort = off: a claim walks its index (messenger._call_reaper_claim_indexes) in key
---     order and never sorts a lane (on the product's own index of active calls, (status,
---     started_at) without call_id, the calls of one started_at come in the heap's order);
---   * jit = off: the cost a disabled sort is charged would otherwise make the executor
---     JIT-compile statements that run in microseconds.
+--   * its statements and those of the routines it calls run with messenger._reap_pair's
+--     planner settings (generic plans, no sort, no JIT), set there once.
 CREATE FUNCTION messenger._reap_phase(
     p_run                messenger.call_reaper_phase_run,
     OUT reaped           integer,
@@ -66,9 +60,6 @@ CREATE FUNCTION messenger._reap_phase(
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET enable_sort = off
-SET jit = off
 AS $$
 DECLARE
     c_uuid_max   constant uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid;

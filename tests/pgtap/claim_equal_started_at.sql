@@ -6,6 +6,8 @@
 -- claims' index), never in time.
 BEGIN;
 SELECT plan(10);
+-- The routines called by themselves below run with the cycle's planner settings.
+\ir fixtures/cycle_settings.sql
 
 -- 2 000 Ringing calls with one started_at, overdue at 1990-01-01 12:00,
 -- older than any other call of the database.

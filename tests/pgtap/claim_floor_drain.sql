@@ -4,6 +4,8 @@
 -- committed below it meanwhile is closed then; a drain of 1 000 calls keeps its floor.
 BEGIN;
 SELECT plan(19);
+-- The routines called by themselves below run with the cycle's planner settings.
+\ir fixtures/cycle_settings.sql
 SET LOCAL client_min_messages = error;  -- the call_poisoned WARNINGs below are expected
 
 -- 1 000 Ringing calls overdue at 2100-01-01 12:00, a second apart: the backlog lane's calls.

@@ -7,6 +7,8 @@
 -- first thing in a cycle: they must lock none of them.
 BEGIN;
 SELECT plan(3);
+-- The routines called by themselves below run with the cycle's planner settings.
+\ir fixtures/cycle_settings.sql
 
 -- Partitions of call_sessions this transaction holds a lock on while it holds none on the parent.
 CREATE FUNCTION pg_temp.partitions_locked_alone() RETURNS bigint LANGUAGE sql AS $$

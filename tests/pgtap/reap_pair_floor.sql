@@ -7,6 +7,8 @@
 -- exactly once, with exactly its outbox rows.
 BEGIN;
 SELECT plan(14);
+-- The routines called by themselves below run with the cycle's planner settings.
+\ir fixtures/cycle_settings.sql
 
 \ir fixtures/second_pair.sql
 -- 1 000 Ringing calls of the second pair overdue at 12:00, a second apart.

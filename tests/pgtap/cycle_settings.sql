@@ -1,0 +1,37 @@
+-- The planner settings of a cycle on a relation pair live in one place: messenger._reap_pair's
+-- SET clause (generic plans, no sort, no JIT), which every routine it calls runs under. No
+-- routine it reaches, directly or through others, sets one of its own, but _reap_apply, whose
+-- statement must sort its batch (enable_sort = on). The routines reached are found from their
+-- source: each messenger.<routine>( it names.
+BEGIN;
+SELECT plan(3);
+
+CREATE TEMP TABLE reached AS
+WITH RECURSIVE calls (caller, callee) AS (
+    SELECT DISTINCT p.oid, q.oid
+      FROM pg_proc AS p
+      JOIN pg_proc AS q ON q.pronamespace = 'messenger'::regnamespace AND q.oid <> p.oid
+                       AND p.prosrc ~ ('\mmessenger\.' || q.proname || '\(')
+     WHERE p.pronamespace = 'messenger'::regnamespace
+), reach (oid) AS (
+    SELECT 'messenger._reap_pair'::regproc::oid
+    UNION
+    SELECT c.callee FROM calls AS c JOIN reach AS r ON c.caller = r.oid
+)
+SELECT r.oid::regproc::text AS routine,
+       ARRAY(SELECT c FROM unnest(p.proconfig) AS c WHERE c NOT LIKE 'search_path=%' ORDER BY c) AS settings
+  FROM reach AS r JOIN pg_proc AS p ON p.oid = r.oid;
+
+SELECT is((SELECT settings FROM reached WHERE routine = 'messenger._reap_pair'),
+          ARRAY['enable_sort=off', 'jit=off', 'plan_cache_mode=force_generic_plan'],
+          '_reap_pair sets the cycle''s planner settings: generic plans, no sort, no JIT');
+SELECT ok((SELECT count(*) FROM reached WHERE routine IN ('messenger._reap_phase', 'messenger._reap_claim_lane',
+                                                          'messenger._reap_apply', 'messenger._reap_first_passed')) = 4,
+          'the routines it reaches are found from their source (the phase, its claims, its close, the floor''s probe)');
+SELECT is((SELECT array_agg(routine || ' ' || settings::text ORDER BY routine) FROM reached
+            WHERE routine <> 'messenger._reap_pair' AND cardinality(settings) > 0),
+          ARRAY['messenger._reap_apply {enable_sort=on}'],
+          'no routine it reaches sets a planner setting of its own, but _reap_apply, which sorts its batch');
+
+SELECT * FROM finish();
+ROLLBACK;
