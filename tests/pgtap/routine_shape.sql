@@ -1,0 +1,68 @@
+-- A routine a newcomer can read in one sitting: no routine of schema messenger has a body over
+-- 120 lines or more than 8 arguments (arguments that go together are a record), and the pg_cron
+-- job's entry point reaches the UPDATE of call_sessions within 4 routine levels (the entry
+-- point is level 1). Read from the deployed catalog: pg_proc's pronargs and prosrc, the calls
+-- from each routine's source (each messenger.<routine>( it names).
+-- The routines over a limit today are listed below with their measure: a listed routine may
+-- not grow past it, and one back within the limit must leave the list, so the list only shrinks.
+BEGIN;
+SELECT plan(4);
+
+CREATE TEMP TABLE over_limit (routine text, measure text, today integer);
+INSERT INTO over_limit VALUES
+    ('messenger._reap_cycle', 'lines', 191),
+    ('messenger._reap_local_pairs', 'lines', 174),
+    ('messenger._reap_pair', 'lines', 150),
+    ('messenger._reap_phase', 'lines', 138),
+    ('messenger._reap_save_floor', 'lines', 130),
+    ('messenger._reap_claim_lane', 'arguments', 10),
+    ('messenger.drain_call_timeouts', 'arguments', 9),
+    ('messenger.run_call_reaper_ticks', 'depth', 6);
+
+CREATE TEMP TABLE measured AS
+SELECT p.oid::regproc::text AS routine, 'lines' AS measure,
+       cardinality(string_to_array(btrim(p.prosrc, E'\n'), E'\n')) AS value
+  FROM pg_proc AS p WHERE p.pronamespace = 'messenger'::regnamespace
+UNION ALL
+SELECT p.oid::regproc::text, 'arguments', p.pronargs
+  FROM pg_proc AS p WHERE p.pronamespace = 'messenger'::regnamespace;
+
+-- The shortest chain of calls from the job's entry point to a routine whose source closes calls
+-- (UPDATE messenger.call_sessions ... SET status), in routines (the entry point counts as 1).
+INSERT INTO measured
+WITH RECURSIVE calls (caller, callee) AS (
+    SELECT DISTINCT p.oid, q.oid
+      FROM pg_proc AS p
+      JOIN pg_proc AS q ON q.pronamespace = 'messenger'::regnamespace AND q.oid <> p.oid
+                       AND p.prosrc ~ ('\mmessenger\.' || q.proname || '\(')
+     WHERE p.pronamespace = 'messenger'::regnamespace
+), chain (oid, depth) AS (
+    SELECT 'messenger.run_call_reaper_ticks'::regproc::oid, 1
+    UNION
+    SELECT c.callee, h.depth + 1 FROM calls AS c JOIN chain AS h ON c.caller = h.oid WHERE h.depth < 12
+)
+SELECT 'messenger.run_call_reaper_ticks', 'depth', min(h.depth)
+  FROM chain AS h JOIN pg_proc AS p ON p.oid = h.oid
+ WHERE p.prosrc ~ '\mUPDATE\s+messenger\.call_sessions(\s+AS\s+\w+)?\s+SET\s+status\M';
+
+CREATE TEMP TABLE limits (measure text, most integer);
+INSERT INTO limits VALUES ('lines', 120), ('arguments', 8), ('depth', 4);
+
+SELECT ok((SELECT value FROM measured WHERE measure = 'depth') IS NOT NULL,
+          'the job''s entry point reaches the UPDATE of call_sessions through the routines'' calls');
+SELECT is((SELECT array_agg(m.routine || ' ' || m.measure || ' ' || m.value ORDER BY m.routine, m.measure)
+             FROM measured AS m JOIN limits AS l USING (measure)
+            WHERE m.value > l.most
+              AND NOT EXISTS (SELECT FROM over_limit AS o WHERE o.routine = m.routine AND o.measure = m.measure)),
+          NULL, 'no routine is over a limit (120 lines, 8 arguments, 4 levels to the UPDATE) but the listed ones');
+SELECT is((SELECT array_agg(o.routine || ' ' || o.measure || ' ' || m.value || ' > ' || o.today ORDER BY o.routine)
+             FROM over_limit AS o JOIN measured AS m USING (routine, measure)
+            WHERE m.value > o.today),
+          NULL, 'no listed routine grew past its measure');
+SELECT is((SELECT array_agg(o.routine || ' ' || o.measure ORDER BY o.routine)
+             FROM over_limit AS o JOIN limits AS l USING (measure)
+            WHERE coalesce((SELECT m.value FROM measured AS m WHERE m.routine = o.routine AND m.measure = o.measure), 0) <= l.most),
+          NULL, 'a routine back within the limit has left the list');
+
+SELECT * FROM finish();
+ROLLBACK;
