@@ -6,17 +6,12 @@
 BEGIN;
 SELECT plan(3);
 
+\ir fixtures/routine_calls.sql
 CREATE TEMP TABLE reached AS
-WITH RECURSIVE calls (caller, callee) AS (
-    SELECT DISTINCT p.oid, q.oid
-      FROM pg_proc AS p
-      JOIN pg_proc AS q ON q.pronamespace = 'messenger'::regnamespace AND q.oid <> p.oid
-                       AND p.prosrc ~ ('\mmessenger\.' || q.proname || '\(')
-     WHERE p.pronamespace = 'messenger'::regnamespace
-), reach (oid) AS (
+WITH RECURSIVE reach (oid) AS (
     SELECT 'messenger._reap_pair'::regproc::oid
     UNION
-    SELECT c.callee FROM calls AS c JOIN reach AS r ON c.caller = r.oid
+    SELECT c.callee FROM routine_calls AS c JOIN reach AS r ON c.caller = r.oid
 )
 SELECT r.oid::regproc::text AS routine,
        ARRAY(SELECT c FROM unnest(p.proconfig) AS c WHERE c NOT LIKE 'search_path=%' ORDER BY c) AS settings

@@ -29,17 +29,12 @@ SELECT p.oid::regproc::text, 'arguments', p.pronargs
 
 -- The shortest chain of calls from the job's entry point to a routine whose source closes calls
 -- (UPDATE messenger.call_sessions ... SET status), in routines (the entry point counts as 1).
+\ir fixtures/routine_calls.sql
 INSERT INTO measured
-WITH RECURSIVE calls (caller, callee) AS (
-    SELECT DISTINCT p.oid, q.oid
-      FROM pg_proc AS p
-      JOIN pg_proc AS q ON q.pronamespace = 'messenger'::regnamespace AND q.oid <> p.oid
-                       AND p.prosrc ~ ('\mmessenger\.' || q.proname || '\(')
-     WHERE p.pronamespace = 'messenger'::regnamespace
-), chain (oid, depth) AS (
+WITH RECURSIVE chain (oid, depth) AS (
     SELECT 'messenger.run_call_reaper_ticks'::regproc::oid, 1
     UNION
-    SELECT c.callee, h.depth + 1 FROM calls AS c JOIN chain AS h ON c.caller = h.oid WHERE h.depth < 12
+    SELECT c.callee, h.depth + 1 FROM routine_calls AS c JOIN chain AS h ON c.caller = h.oid WHERE h.depth < 12
 )
 SELECT 'messenger.run_call_reaper_ticks', 'depth', min(h.depth)
   FROM chain AS h JOIN pg_proc AS p ON p.oid = h.oid
