@@ -32,7 +32,8 @@ def show(run: Run, name: str) -> None:
 
 # The cycle's statements as the deployed routines hold them (messenger._reap_pair_sql reads each
 # one from its routine: no copy here can drift), with the names the routines' EXECUTE passes.
-CLAIM_VARS = ("v_status", "p_cutoff", "v_from", "v_to", "p_hi_key", "p_hi_id", "p_taken", "p_quarantined", "p_limit")
+CLAIM_VARS = ("v_status", "p_lanes.cutoff", "v_from", "v_to", "p_hi_key", "p_hi_id", "p_taken", "p_lanes.quarantined",
+              "p_limit")
 APPLY_VARS = ("v_to", "v_end_reason", "p_as_of", "p_call_ids", "p_started_at", "p_due_at", "v_from", "v_kind",
               "v_target_kind", "p_run_id", "v_both")
 

@@ -5,10 +5,11 @@ BEGIN;
 -- Contract: claims one healthy lane of a phase, FOR NO KEY UPDATE SKIP LOCKED (a call held by
 -- answer-call/end-call is skipped, never waited for; NO KEY UPDATE because FOR UPDATE conflicts
 -- with the KEY SHARE locks that inserts of child rows take through a foreign key): at most
--- p_limit calls of status p_status due at p_cutoff (messenger.call_is_due) in the range
+-- p_limit calls of the phase's status due at its cutoff (p_lanes, messenger._reap_lanes' row:
+-- status, cutoff, quarantined; messenger.call_is_due) in the range
 -- p_lo_key .. p_hi_key of started_at of the claims' index (messenger._call_reaper_claim_indexes:
 -- the product's own of active calls, or ix_call_due), not in p_taken (claimed by an earlier
--- lane), not quarantined when p_quarantined, in the index's order. A range is whole started_at
+-- lane), not quarantined when the quarantine has a row, in the index's order. A range is whole started_at
 -- groups: it starts at the first call of p_lo_key (after its last when p_lo_id is the max uuid)
 -- and ends with the last call of p_hi_key (before its first unless p_hi_id is the max uuid);
 -- within a group the index's own order, call_id on ix_call_due, the heap's on the product's
@@ -36,14 +37,12 @@ BEGIN;
 -- p_calls is the calls relation of the cycle's pair (messenger._reap_pair): messenger.call_sessions
 -- runs the static statement; another relation of its shape runs the same text through EXECUTE.
 CREATE FUNCTION messenger._reap_claim_lane(
-    p_status      text,
-    p_cutoff      timestamptz,
+    p_lanes       messenger.call_reaper_lanes,
     p_lo_key      timestamptz,
     p_lo_id       uuid,
     p_hi_key      timestamptz,
     p_hi_id       uuid,
     p_taken       uuid[],
-    p_quarantined boolean,
     p_limit       integer,
     p_calls       regclass,
     OUT ids       uuid[],
@@ -61,7 +60,7 @@ AS $$
 -- FOR UPDATE needs VOLATILE (PostgreSQL refuses it in a STABLE function), which plpgsql_check
 -- does not see: @plpgsql_check_options: performance_warnings = false
 DECLARE
-    v_status messenger.call_sessions.status%TYPE := p_status;   -- text, varchar or the enum
+    v_status messenger.call_sessions.status%TYPE := p_lanes.status;   -- text, varchar or the enum
     -- The range in started_at: whole groups. A bound's id past every call (the max uuid) takes
     -- in the hi group and leaves out the lo one; any other id the other way round. timestamptz
     -- counts microseconds, so "after k" is ">= k + 1 µs": a bound the index can seek to.
@@ -76,10 +75,10 @@ BEGIN
         SELECT s.call_id, s.started_at, messenger.call_due_key(s.status, s.started_at, s.updated_at) AS due_key
           FROM messenger.call_sessions AS s
          WHERE s.status = v_status
-           AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
+           AND messenger.call_is_due(s.status, s.started_at, s.updated_at, p_lanes.cutoff)
            AND s.started_at >= v_from AND s.started_at <= v_to
            AND s.call_id <> ALL (p_taken)
-           AND (NOT p_quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
+           AND (NOT p_lanes.quarantined OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id))
          ORDER BY s.started_at
          LIMIT p_limit
            FOR NO KEY UPDATE OF s SKIP LOCKED
@@ -104,39 +103,39 @@ BEGIN
            (SELECT count(*) FILTER (WHERE x.due)::integer AS due,
                    count(*) FILTER (WHERE NOT x.due)::integer AS talkers,
                    min(x.updated_at) FILTER (WHERE NOT x.due) AS talking_since
-              FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff) AS due, s.updated_at
+              FROM (SELECT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_lanes.cutoff) AS due, s.updated_at
                       FROM messenger.call_sessions AS s
                      WHERE s.status = v_status
                        AND s.status IN ('Ringing', 'Answered')   -- the claim index's predicate, for a generic plan
-                       AND s.started_at <= p_cutoff
+                       AND s.started_at <= p_lanes.cutoff
                        AND s.started_at >= v_from AND s.started_at <= b.walked_to
                        AND s.call_id <> ALL (p_taken)
                        -- A call still talking is counted without a quarantine probe (counting a
                        -- quarantined one only makes talking_since earlier). OFFSET 0 keeps the
                        -- probe per row: hashed, it would read the whole quarantine each time.
-                       AND (NOT p_quarantined
-                            OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_cutoff)
+                       AND (NOT p_lanes.quarantined
+                            OR NOT messenger.call_is_due(s.status, s.started_at, s.updated_at, p_lanes.cutoff)
                             OR NOT EXISTS (SELECT FROM messenger.call_reaper_quarantine AS q WHERE q.call_id = s.call_id OFFSET 0))
                      ORDER BY s.started_at) AS x) AS w;
     ELSE
         -- Another pair's calls relation: the same statement, planned per call.
         EXECUTE messenger._reap_pair_sql('messenger._reap_claim_lane', 'claim', p_calls, NULL,
-                                         'v_status', 'p_cutoff', 'v_from', 'v_to', 'p_hi_key', 'p_hi_id',
-                                         'p_taken', 'p_quarantined', 'p_limit')
+                                         'v_status', 'p_lanes.cutoff', 'v_from', 'v_to', 'p_hi_key', 'p_hi_id',
+                                         'p_taken', 'p_lanes.quarantined', 'p_limit')
            INTO ids, started, keys, upto_key, upto_id, skipped, talkers, talking_since
-          USING v_status, p_cutoff, v_from, v_to, p_hi_key, p_hi_id, p_taken, p_quarantined, p_limit;
+          USING v_status, p_lanes.cutoff, v_from, v_to, p_hi_key, p_hi_id, p_taken, p_lanes.quarantined, p_limit;
     END IF;
     skipped := greatest(skipped, 0);
 END
 $$;
 
-COMMENT ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass) IS
+COMMENT ON FUNCTION messenger._reap_claim_lane(messenger.call_reaper_lanes, timestamptz, uuid, timestamptz, uuid, uuid[], integer, regclass) IS
     'Private: claim one healthy lane of a reaper phase with SKIP LOCKED, and count the calls it passed.';
-REVOKE ALL ON FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION messenger._reap_claim_lane(messenger.call_reaper_lanes, timestamptz, uuid, timestamptz, uuid, uuid[], integer, regclass) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).
 GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
-ALTER FUNCTION messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass)
+ALTER FUNCTION messenger._reap_claim_lane(messenger.call_reaper_lanes, timestamptz, uuid, timestamptz, uuid, uuid[], integer, regclass)
     OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 

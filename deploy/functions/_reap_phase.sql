@@ -126,8 +126,8 @@ BEGIN
         EXIT WHEN v_limit <= 0;
         SELECT c.ids, c.started, c.keys, c.upto_key, c.upto_id, c.skipped, c.talkers, c.talking_since
           INTO v_lane_ids, v_lane_st, v_lane_key, v_upto_key, v_upto_id, v_skipped, v_talkers, v_talking
-          FROM messenger._reap_claim_lane(v_status::text, v_lanes.cutoff, v_lo_key, v_lo_id, v_hi_key, v_hi_id,
-                                          v_ids, v_lanes.quarantined, v_limit, p_run.calls) AS c;
+          FROM messenger._reap_claim_lane(v_lanes, v_lo_key, v_lo_id, v_hi_key, v_hi_id, v_ids, v_limit,
+                                          p_run.calls) AS c;
         skipped_locked := skipped_locked + v_skipped;
         IF v_lane = 1 THEN
             v_n_fresh := cardinality(v_lane_ids);

@@ -2,6 +2,6 @@
 
 BEGIN;
 
-DROP FUNCTION IF EXISTS messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass);
+DROP FUNCTION IF EXISTS messenger._reap_claim_lane(messenger.call_reaper_lanes, timestamptz, uuid, timestamptz, uuid, uuid[], integer, regclass);
 
 COMMIT;

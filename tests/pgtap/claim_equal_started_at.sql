@@ -33,11 +33,15 @@ SELECT is((SELECT array_agg(indexrelname::text) FROM pg_stat_user_indexes
 
 -- The backlog lane from that floor, 100 calls, as _reap_phase runs it (the fresh lane ends at
 -- the cutoff with the max uuid).
+-- The Ringing phase's lanes at that cutoff, nothing quarantined (what the claim reads of them).
+CREATE TEMP TABLE lanes AS
+SELECT jsonb_populate_record(NULL::messenger.call_reaper_lanes,
+                             '{"status": "Ringing", "cutoff": "1990-01-01 11:59:15+00", "quarantined": false}') AS l;
 CREATE TEMP TABLE before AS SELECT pg_temp.entries_read() AS n;
 CREATE TEMP TABLE lane AS
-SELECT c.* FROM messenger._reap_claim_lane('Ringing', '1990-01-01 11:59:15+00', '1990-01-01 10:00+00',
+SELECT c.* FROM messenger._reap_claim_lane((SELECT l FROM lanes), '1990-01-01 10:00+00',
                                           (SELECT call_id FROM floor_call), '1990-01-01 11:59:00+00',
-                                          'ffffffff-ffff-ffff-ffff-ffffffffffff', '{}', false, 100,
+                                          'ffffffff-ffff-ffff-ffff-ffffffffffff', '{}', 100,
                                           'messenger.call_sessions') AS c;
 CREATE TEMP TABLE read_by_lane AS SELECT pg_temp.entries_read() - (SELECT n FROM before) AS n;
 
@@ -53,9 +57,9 @@ SELECT is((SELECT upto_key FROM lane), timestamptz '1990-01-01 10:00+00', 'a ful
 -- backlog lane: it reads nothing of it.
 DELETE FROM before; INSERT INTO before SELECT pg_temp.entries_read();
 CREATE TEMP TABLE sweep AS
-SELECT c.* FROM messenger._reap_claim_lane('Ringing', '1990-01-01 11:59:15+00', '-infinity',
+SELECT c.* FROM messenger._reap_claim_lane((SELECT l FROM lanes), '-infinity',
                                           'ffffffff-ffff-ffff-ffff-ffffffffffff', '1990-01-01 10:00+00',
-                                          (SELECT call_id FROM floor_call), (SELECT ids FROM lane), false, 100,
+                                          (SELECT call_id FROM floor_call), (SELECT ids FROM lane), 100,
                                           'messenger.call_sessions') AS c;
 SELECT is((SELECT cardinality(ids) FROM sweep), 0, 'a lane that ends at a floor inside the group claims none of it');
 SELECT cmp_ok(pg_temp.entries_read() - (SELECT n FROM before), '<=', 2::bigint,

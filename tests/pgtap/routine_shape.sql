@@ -15,7 +15,6 @@ INSERT INTO over_limit VALUES
     ('messenger._reap_pair', 'lines', 150),
     ('messenger._reap_phase', 'lines', 138),
     ('messenger._reap_save_floor', 'lines', 130),
-    ('messenger._reap_claim_lane', 'arguments', 10),
     ('messenger.drain_call_timeouts', 'arguments', 9),
     ('messenger.run_call_reaper_ticks', 'depth', 6);
 

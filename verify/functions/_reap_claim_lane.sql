@@ -2,6 +2,6 @@
 
 BEGIN;
 
-SELECT 'messenger._reap_claim_lane(text, timestamptz, timestamptz, uuid, timestamptz, uuid, uuid[], boolean, integer, regclass)'::regprocedure;
+SELECT 'messenger._reap_claim_lane(messenger.call_reaper_lanes, timestamptz, uuid, timestamptz, uuid, uuid[], integer, regclass)'::regprocedure;
 
 ROLLBACK;
