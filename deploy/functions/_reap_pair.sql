@@ -21,22 +21,16 @@ BEGIN;
 --               coordinator table never is (docs/citus.md)
 --   p_budget    most subtransactions the pair may open: phase 1 at most half, the last the rest
 --   p_after_run the previous cycle of the caller's drain or catch-up loop, or NULL
--- Errors: 22023 (nothing read or changed) for a pair that is not of the default pair's shape:
--- both relations tables (plain or partitioned), every column the reaper reads or writes
--- present with the default table's type, the calls relation with a valid index the claims can
--- read (messenger._call_reaper_claim_indexes: a shard of ix_call_due or of the product's own
--- index of active calls) and the outbox with one of
--- ux_realtime_outbox_call_event's (the database keeps a call's pushes unique); or for a bad
--- option (messenger._check_reaper_options); or for settings missing a key it reads or holding
--- one of the wrong type (a JSON number for batch_size, a string of an interval for the others).
--- A pair the owner may not read or write fails with
--- 42501 at its first statement. Anything a phase raises is raised (the caller rolls back).
+-- Errors: 22023 (nothing read or changed) for a pair not of the default pair's shape or
+-- settings it cannot read (messenger._reap_pair_check says which). A pair the owner may not
+-- read or write fails with 42501 at its first statement. Anything a phase raises is raised (the
+-- caller rolls back).
 -- Locking: none of its own; the caller holds the single-runner lock (messenger._reap_cycle), and
 -- every claim is FOR NO KEY UPDATE SKIP LOCKED, so a second runner on the same pair never
 -- closes a call twice. Writes no ledger row and no counters: that is the cycle's (on Citus, the
 -- coordinator adds up each pair's row).
 -- An outbox relation whose id has no default (a Citus shard) gets ids from the default outbox's
--- sequence (messenger._reap_apply): with no such sequence it is refused (22023).
+-- sequence (messenger._reap_apply).
 -- SECURITY DEFINER like the cycle: EXECUTE for the owner's cycle and for operators (the fan-out
 -- on a worker), never for the job role or PUBLIC.
 -- Citus: on a worker pg_class hides shards from the shape check unless
@@ -84,7 +78,6 @@ DECLARE
     v_rule     record;
     v_run      messenger.call_reaper_phase_run;
     v_res      record;
-    v_problems text;
     v_batch    integer;
     v_polling  interval;
     v_backoff  interval;
@@ -95,99 +88,8 @@ BEGIN
     IF v_visibility IS NOT NULL THEN
         PERFORM pg_catalog.set_config('citus.override_table_visibility', 'off', true);
     END IF;
-    IF p_calls IS DISTINCT FROM 'messenger.call_sessions'::regclass
-       OR p_outbox IS DISTINCT FROM 'messenger.realtime_outbox'::regclass THEN
-        -- The shape the reaper's statements need, read from the default pair (text, varchar
-        -- or the service's enums alike); an index's shape as messenger._call_reaper_index_shape
-        -- deparses it, without its name and table.
-        WITH want (rel, ref, col) AS (
-            SELECT p_calls, 'messenger.call_sessions'::regclass, c
-              FROM unnest(ARRAY['call_id', 'caller_user_id', 'callee_user_id', 'media_type', 'status',
-                                'end_reason', 'started_at', 'ended_at', 'updated_at', 'duration_seconds']) AS c
-            UNION ALL
-            SELECT p_outbox, 'messenger.realtime_outbox'::regclass, c
-              FROM unnest(ARRAY['kind', 'target_kind', 'target_id', 'reference_id', 'payload',
-                                'correlation_id', 'created_at']) AS c
-        ), shape (rel, idx) AS (
-            VALUES (p_outbox, pg_catalog.to_regclass('messenger.ux_realtime_outbox_call_event'))
-        )
-        SELECT pg_catalog.string_agg(x.problem, '; ')
-          INTO v_problems
-          FROM (SELECT format('%s is not a table', coalesce(r.rel::text, 'NULL')) AS problem
-                  FROM (VALUES (p_calls), (p_outbox)) AS r (rel)
-                 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c
-                                    WHERE c.oid = r.rel AND c.relkind IN ('r', 'p'))
-                UNION ALL
-                SELECT format('%s.%s is %s, not %s as in %s', w.rel, w.col,
-                              coalesce(pg_catalog.format_type(a.atttypid, a.atttypmod), 'missing'),
-                              pg_catalog.format_type(d.atttypid, d.atttypmod), w.ref)
-                  FROM want AS w
-                  JOIN pg_catalog.pg_attribute AS d
-                    ON d.attrelid = w.ref AND d.attname = w.col AND NOT d.attisdropped
-                  LEFT JOIN pg_catalog.pg_attribute AS a
-                    ON a.attrelid = w.rel AND a.attname = w.col AND a.attnum > 0 AND NOT a.attisdropped
-                 WHERE w.rel IS NOT NULL
-                   AND (a.attnum IS NULL OR (a.atttypid, a.atttypmod) <> (d.atttypid, d.atttypmod))
-                UNION ALL
-                SELECT format('%s has no valid index of the shape of %s', s.rel, s.idx)
-                  FROM shape AS s
-                 WHERE s.rel IS NOT NULL
-                   AND NOT EXISTS (
-                       SELECT FROM pg_catalog.pg_index AS i, pg_catalog.pg_index AS m
-                        WHERE i.indrelid = s.rel AND i.indisvalid AND m.indexrelid = s.idx
-                          AND i.indisunique = m.indisunique
-                          AND pg_catalog.substring(pg_catalog.pg_get_indexdef(i.indexrelid), ' (USING .*)$')
-                              = pg_catalog.substring(pg_catalog.pg_get_indexdef(m.indexrelid), ' (USING .*)$'))
-                UNION ALL
-                SELECT format('%s has no valid index the claims can read (btree on (status, started_at), partial on status IN (''Ringing'', ''Answered'') or not partial)', p_calls)
-                 WHERE p_calls IS NOT NULL
-                   AND NOT EXISTS (SELECT FROM messenger._call_reaper_claim_indexes(p_calls))
-                UNION ALL
-                SELECT format('%s.id has no default and messenger.realtime_outbox.id no sequence to take it from', p_outbox)
-                  FROM pg_catalog.pg_attribute AS a
-                 WHERE a.attrelid = p_outbox AND a.attname = 'id' AND NOT a.attisdropped
-                   AND a.attidentity = '' AND NOT a.atthasdef
-                   AND pg_catalog.pg_get_serial_sequence('messenger.realtime_outbox', 'id') IS NULL) AS x;
-        IF v_problems IS NOT NULL THEN
-            RAISE EXCEPTION 'the reaper cannot run on the pair (%, %): %', p_calls, p_outbox, v_problems
-                USING ERRCODE = '22023',
-                      HINT = 'A pair is a calls relation and an outbox relation of the shape of messenger.call_sessions and messenger.realtime_outbox (CREATE TABLE ... (LIKE ... INCLUDING ALL), or a colocated shard pair), with the reaper''s indexes.';
-        END IF;
-    END IF;
-    -- The settings it reads, each present and of its JSON type; the phases' windows by the
-    -- names call_reaper_phases() gives them.
-    SELECT pg_catalog.string_agg(format('%s is %s', k.key, coalesce(pg_catalog.jsonb_typeof(p_settings -> k.key), 'missing')), ', ')
-      INTO v_problems
-      FROM (SELECT 'batch_size' AS key, 'number' AS json_type
-            UNION ALL
-            SELECT u.key, 'string' FROM pg_catalog.unnest(ARRAY['polling_interval', 'poison_backoff', 'poison_backoff_max']) AS u (key)
-            UNION ALL
-            SELECT r.timeout_setting, 'string' FROM messenger.call_reaper_phases() AS r) AS k
-     WHERE pg_catalog.jsonb_typeof(p_settings -> k.key) IS DISTINCT FROM k.json_type;
-    IF v_problems IS NOT NULL THEN
-        RAISE EXCEPTION 'the reaper''s settings for a pair need batch_size as a number and the intervals as strings: %', v_problems
-            USING ERRCODE = '22023',
-                  HINT = 'Pass to_jsonb() of a messenger.call_reaper_settings row.';
-    END IF;
-    -- A value of the right JSON type that is no integer or interval: one read-only
-    -- subtransaction (no XID, so nothing against the budget) turns the cast's error into 22023.
-    BEGIN
-        v_batch := (p_settings ->> 'batch_size')::integer;
-        v_polling := (p_settings ->> 'polling_interval')::interval;
-        v_backoff := (p_settings ->> 'poison_backoff')::interval;
-        v_backoff_max := (p_settings ->> 'poison_backoff_max')::interval;
-        PERFORM pg_catalog.count((p_settings ->> r.timeout_setting)::interval) FROM messenger.call_reaper_phases() AS r;
-    EXCEPTION WHEN data_exception THEN
-        RAISE EXCEPTION 'the reaper''s settings for a pair hold a value that is not an integer or an interval: %', SQLERRM
-            USING ERRCODE = '22023',
-                  HINT = 'Pass to_jsonb() of a messenger.call_reaper_settings row.';
-    END;
-    PERFORM messenger._check_reaper_options(v_batch, (p_settings ->> 'ring_timeout')::interval,
-                                            (p_settings ->> 'stale_timeout')::interval, p_as_of);
-    IF p_run_id IS NULL OR p_budget IS NULL OR p_budget < 1 THEN
-        RAISE EXCEPTION 'a pair''s run needs a run id and a subtransaction budget of at least 1, got % and %', p_run_id, p_budget
-            USING ERRCODE = '22023';
-    END IF;
+    SELECT c.batch, c.polling, c.backoff, c.backoff_max INTO v_batch, v_polling, v_backoff, v_backoff_max
+      FROM messenger._reap_pair_check(p_calls, p_outbox, p_run_id, p_as_of, p_settings, p_budget) AS c;
 
     missed_count := 0;
     failed_count := 0;

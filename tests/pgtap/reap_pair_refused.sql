@@ -1,10 +1,10 @@
--- A wrong pair is refused by messenger._reap_pair with 22023 before anything is read or
--- changed: a relation that is not a table, a column missing or of another type than the
--- default table's, a calls relation without ix_call_due's shape, an outbox without
--- ux_realtime_outbox_call_event's, a missing relation. A pair of the right shape that the
--- reaper's owner may not touch fails with 42501 and changes nothing either.
+-- A wrong pair is refused by messenger._reap_pair (its check, messenger._reap_pair_check) with
+-- 22023 before anything is read or changed: a relation that is not a table, a column missing
+-- or of another type than the default table's, a calls relation without ix_call_due's shape,
+-- an outbox without ux_realtime_outbox_call_event's, a missing relation. A pair of the right
+-- shape that the reaper's owner may not touch fails with 42501 and changes nothing either.
 BEGIN;
-SELECT plan(10);
+SELECT plan(11);
 
 \ir fixtures/second_pair.sql
 CREATE TEMP TABLE quarantine_before AS SELECT * FROM messenger.call_reaper_quarantine;
@@ -52,6 +52,15 @@ SELECT is((SELECT count(*)::integer FROM pair_test.calls WHERE status IN ('Misse
           'no refused run closed a call or wrote an outbox row, on any pair');
 SELECT bag_eq('SELECT * FROM messenger.call_reaper_quarantine', 'SELECT * FROM quarantine_before',
               'nor quarantined anything');
+
+-- The checks are messenger._reap_pair_check's, which hands the pair's cycle the settings it read.
+SELECT is((SELECT ROW(c.batch, c.polling, c.backoff, c.backoff_max)::text
+             FROM messenger._reap_pair_check('pair_test.calls', 'pair_test.outbox', gen_random_uuid(),
+                                             '2100-01-01 03:00+00', (SELECT to_jsonb(s) FROM messenger.call_reaper_settings AS s),
+                                             63) AS c),
+          (SELECT ROW(s.batch_size, s.polling_interval, s.poison_backoff, s.poison_backoff_max)::text
+             FROM messenger.call_reaper_settings AS s),
+          'a pair of the right shape passes _reap_pair_check, which returns the settings the phases read');
 
 SELECT * FROM finish();
 ROLLBACK;
