@@ -23,8 +23,8 @@ BEGIN;
 -- login): inside a SECURITY DEFINER routine current_user is the owner, and the role GUC and
 -- session_user are what the session itself chose.
 -- Phases: messenger._reap_pair on the default pair (messenger.call_sessions,
--- messenger.realtime_outbox): one messenger._reap_phase per row of messenger.call_reaper_phases(),
--- in that order, each window the setting the row's timeout_setting names, with the arguments laid
+-- messenger.realtime_outbox): each row of messenger.call_reaper_phases() (lanes, claim, close,
+-- floor), in that order, each window the setting the row's timeout_setting names, with the arguments laid
 -- over the settings. The lock, the ledger, the counters and the caller rules stay here. On a Citus
 -- coordinator with call_sessions distributed, messenger._reap_fanout runs _reap_pair on every
 -- shard pair of every worker and adds up their sums; a worker that failed makes the run 'failed'

@@ -3,7 +3,7 @@
 BEGIN;
 
 -- Contract: where one phase's lanes lie for a cycle at p_run.as_of, read-only. The reaper's
--- _reap_phase claims them and messenger.preview_call_timeouts lists them, so the preview shows
+-- _reap_claim claims them and messenger.preview_call_timeouts lists them, so the preview shows
 -- what the next cycle closes (except calls another transaction holds, which the claim skips).
 -- Returns a messenger.call_reaper_lanes row (its fields are described there); an unknown
 -- p_run.phase raises 22023. cutoff = p_run.as_of - p_run.timeout, fresh_from = cutoff - p_run.fresh.

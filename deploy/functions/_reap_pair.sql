@@ -2,9 +2,21 @@
 
 BEGIN;
 
--- Contract: the phases of one cycle on one relation pair, inside the caller's transaction: one
--- messenger._reap_phase per row of messenger.call_reaper_phases(), in that order, each told its
--- messenger.call_reaper_phase_run (its window is the setting the row's timeout_setting names).
+-- Contract: the phases of one cycle on one relation pair, inside the caller's transaction (the
+-- caller holds the single-runner lock), one per row of messenger.call_reaper_phases(), in that
+-- order, each told its messenger.call_reaper_phase_run (its window is the setting the row's
+-- timeout_setting names). A phase:
+--   * lanes: messenger._reap_lanes says where its retry, fresh and backlog lanes lie (the claim
+--     floor checked first);
+--   * claim: messenger._reap_claim takes its batch, FOR NO KEY UPDATE SKIP LOCKED;
+--   * close: messenger._reap_close closes it set-based, poison bisected and quarantined,
+--     transient errors re-raised, within the phase's share of the subtransaction budget (calls
+--     left untried are counted in deferred); retried calls that closed leave the quarantine;
+--   * floor: messenger._reap_save_floor places and writes it from what the backlog lane, the
+--     sweep and the close did (messenger.call_reaper_backlog_outcome);
+--   * log: one event=batch_selected record and, when it closed calls, one event=calls_reaped
+--     record listing every closed call as call_id/caller/callee (status and end_reason are the
+--     phase's): O(1) records per cycle, not one per call.
 -- Returns the pair's sums (calls made Missed, made Failed, skipped locked, poisoned, deferred,
 -- the subtransactions spent, each closed call's lag).
 --   p_calls, p_outbox  the pair: messenger.call_sessions and messenger.realtime_outbox (the
@@ -77,7 +89,12 @@ AS $$
 DECLARE
     v_rule     record;
     v_run      messenger.call_reaper_phase_run;
-    v_res      record;
+    v_lanes    messenger.call_reaper_lanes;
+    v_status   messenger.call_sessions.status%TYPE;   -- text, varchar or the enum
+    v_claim    record;
+    v_close    record;
+    v_retry_ids uuid[];
+    v_backlog  messenger.call_reaper_backlog_outcome;   -- for _reap_save_floor
     v_batch    integer;
     v_polling  interval;
     v_backoff  interval;
@@ -100,23 +117,58 @@ BEGIN
     lag_seconds := '{}'::double precision[];
     -- Each phase but the last at most half of the budget left, so poison in phase 1 never
     -- starves phase 2 of attempts.
-    FOR v_rule IN SELECT r.phase, r.new_status, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
+    FOR v_rule IN SELECT r.phase, r.new_status, r.end_reason, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
                     FROM messenger.call_reaper_phases() AS r LOOP
         v_run := ROW(v_rule.phase, p_run_id, p_as_of,
                      (p_settings ->> v_rule.timeout_setting)::interval, v_batch,
                      v_polling, v_backoff, v_backoff_max,
                      CASE WHEN v_rule.is_last THEN p_budget - subtransactions ELSE (p_budget - subtransactions) / 2 END,
                      p_after_run, p_calls, p_outbox)::messenger.call_reaper_phase_run;
-        -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
-        v_res := messenger._reap_phase(v_run);
+        -- Assignments, not SELECT * FROM: a simple expression is no statement of its own.
+        v_lanes := messenger._reap_lanes(v_run);
+        v_status := v_lanes.status;
+        v_claim := messenger._reap_claim(v_run, v_lanes);
+        v_retry_ids := v_claim.retry_ids;
+        RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
+            p_run_id, v_rule.phase, cardinality(v_claim.ids), cardinality(v_retry_ids), v_claim.skipped_locked;
+        v_close := messenger._reap_close(v_run, v_claim.ids, v_claim.started, v_claim.keys, v_claim.n_fresh,
+                                         cardinality(v_retry_ids));
+        IF cardinality(v_retry_ids) > 0 THEN
+            -- Retried calls that closed leave the quarantine; those that failed again stay.
+            IF p_calls = 'messenger.call_sessions'::regclass THEN
+            -- pair: retried left
+            DELETE FROM messenger.call_reaper_quarantine AS q
+             WHERE q.call_id = ANY (v_retry_ids)
+               AND NOT EXISTS (SELECT FROM messenger.call_sessions AS s
+                                WHERE s.call_id = q.call_id AND s.status = v_status);
+            ELSE
+                -- Another pair's calls relation: the same statement.
+                EXECUTE messenger._reap_pair_sql('messenger._reap_pair', 'retried left', p_calls, NULL,
+                                                 'v_retry_ids', 'v_status')
+                  USING v_retry_ids, v_status;
+            END IF;
+        END IF;
+        -- The floor: _reap_save_floor places it from what the backlog lane and the close did; of
+        -- the calls left untried it needs the first one up to the backlog lane's end.
+        v_backlog := v_claim.backlog;
+        v_backlog.deferred := v_close.deferred;
+        IF v_close.first_deferred <= v_claim.n_fresh + cardinality(v_retry_ids) + cardinality(v_backlog.ids) THEN
+            v_backlog.deferred_key := (v_claim.started)[v_close.first_deferred];
+            v_backlog.deferred_id := (v_claim.ids)[v_close.first_deferred];
+        END IF;
+        PERFORM messenger._reap_save_floor(v_run, v_lanes, v_backlog);
+        IF v_close.reaped > 0 THEN
+            RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
+                p_run_id, v_rule.phase, v_rule.new_status, v_rule.end_reason, v_close.reaped, v_close.calls;
+        END IF;
         -- Calls are counted by what they became (missed_count, failed_count).
-        missed_count := missed_count + CASE v_rule.new_status WHEN 'Missed' THEN v_res.reaped ELSE 0 END;
-        failed_count := failed_count + CASE v_rule.new_status WHEN 'Failed' THEN v_res.reaped ELSE 0 END;
-        skipped_locked_count := skipped_locked_count + v_res.skipped_locked;
-        poisoned_count := poisoned_count + v_res.poisoned;
-        deferred_count := deferred_count + v_res.deferred;
-        subtransactions := subtransactions + v_res.subtransactions;
-        lag_seconds := lag_seconds || v_res.lag_seconds;
+        missed_count := missed_count + CASE v_rule.new_status WHEN 'Missed' THEN v_close.reaped ELSE 0 END;
+        failed_count := failed_count + CASE v_rule.new_status WHEN 'Failed' THEN v_close.reaped ELSE 0 END;
+        skipped_locked_count := skipped_locked_count + v_claim.skipped_locked;
+        poisoned_count := poisoned_count + v_close.poisoned;
+        deferred_count := deferred_count + v_close.deferred;
+        subtransactions := subtransactions + v_close.subtransactions;
+        lag_seconds := lag_seconds || v_close.lag_seconds;
     END LOOP;
     IF v_visibility IS NOT NULL THEN
         PERFORM pg_catalog.set_config('citus.override_table_visibility', v_visibility, true);

@@ -21,7 +21,7 @@ BEGIN;
 -- index range of ix_call_due, which a cast of the column to text would not.
 -- Quarantined calls are still counted: they are overdue and not closed. The quarantine size
 -- counts the rows whose call still exists (after a TRUNCATE or DELETE of calls, their rows go
--- as their backoff expires, _reap_phase's retry lane).
+-- as their backoff expires, _reap_claim's retry lane).
 -- Idle runs: an idle cycle leaves only its ledger row (_reap_cycle); the completed runs the
 -- ledger holds after counters.idle_folded_through are added to the run and cycle-duration
 -- totals here (at most an hour of them), so run_total still rises every cycle.

@@ -26,7 +26,7 @@ BEGIN;
 --
 -- Idempotent: only active calls are selected and the UPDATE re-checks the status, so a second
 -- cycle over closed calls changes nothing; the outbox's unique index refuses a second push.
--- Claims: see _reap_phase; error classes: messenger.call_reaper_error_class. Healthy calls fill the batch before quarantined
+-- Claims: see _reap_claim; error classes: messenger.call_reaper_error_class. Healthy calls fill the batch before quarantined
 -- ones (at most 8 per phase); poison calls (an error about the call's data, e.g. SQLSTATE
 -- classes 22, 23, P0001) are bisected out, quarantined with backoff and counted. Transient and
 -- systemic errors (class 'transient' of messenger.call_reaper_error_class, or one error hitting

@@ -2,7 +2,7 @@
 -- A poison call (its transition or outbox insert raised) is left active and parked here until
 -- next_attempt_at, with a doubling backoff. The healthy claim never takes a quarantined call;
 -- those whose backoff expired are retried through ix_call_reaper_quarantine_due, a bounded
--- share per cycle (see _reap_phase), so they can never crowd healthy calls out of a batch.
+-- share per cycle (see _reap_claim), so they can never crowd healthy calls out of a batch.
 -- Deleting a row releases the call to the next cycle's healthy claim. A row whose call is no
 -- longer due in its phase (closed by the product, answered, or progressed) is removed when its
 -- backoff expires and the reaper looks at it again: the clean-up reads only those rows, never

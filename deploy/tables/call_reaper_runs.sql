@@ -22,7 +22,7 @@ CREATE TABLE messenger.call_reaper_runs (
     poisoned_count       integer     NOT NULL DEFAULT 0,
     duration_ms          numeric     NOT NULL,
     -- Subtransactions the cycle opened (its own guard block plus every close attempt; at most
-    -- 64, see _reap_phase); NULL for skipped cycles and failed ones (rolled back, uncounted).
+    -- 64, see _reap_pair); NULL for skipped cycles and failed ones (rolled back, uncounted).
     subtransactions      integer,
     -- Claimed calls left untouched because the subtransaction budget ran out: neither closed
     -- nor quarantined, claimable again next cycle.

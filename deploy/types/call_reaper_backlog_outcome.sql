@@ -1,6 +1,6 @@
 -- Deploy call_timeout_reaper:types/call_reaper_backlog_outcome to pg
 -- What one phase's backlog lane (and the sweep below the floor, and the close) did in a cycle:
--- what messenger._reap_save_floor needs to place the claim floor. _reap_phase fills it.
+-- what messenger._reap_save_floor needs to place the claim floor. _reap_claim fills it, _reap_pair adds the close's part.
 
 BEGIN;
 

@@ -1,6 +1,6 @@
 -- Deploy call_timeout_reaper:types/call_reaper_lanes to pg
 -- Where one phase's lanes lie for a cycle, and what its claim floor holds: the row
--- messenger._reap_lanes returns, read by messenger._reap_phase and preview_call_timeouts (a
+-- messenger._reap_lanes returns, read by messenger._reap_claim and preview_call_timeouts (a
 -- named type rather than 16 OUT parameters, so the callers declare what they read).
 
 BEGIN;

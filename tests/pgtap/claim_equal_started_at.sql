@@ -31,7 +31,7 @@ SELECT is((SELECT array_agg(indexrelname::text) FROM pg_stat_user_indexes
               AND indexrelid IN (SELECT messenger._call_reaper_claim_indexes('messenger.call_sessions'))),
           ARRAY['ix_call_active'], 'the claims read the product''s ix_call_active, which has no call_id');
 
--- The backlog lane from that floor, 100 calls, as _reap_phase runs it (the fresh lane ends at
+-- The backlog lane from that floor, 100 calls, as _reap_claim runs it (the fresh lane ends at
 -- the cutoff with the max uuid).
 -- The Ringing phase's lanes at that cutoff, nothing quarantined (what the claim reads of them).
 CREATE TEMP TABLE lanes AS

@@ -3,7 +3,7 @@
 -- where the product has none) on started_at bounded by the
 -- cutoff, in the generic plan PL/pgSQL may cache as well as in a custom one, and on a
 -- table where live and archived calls far outnumber the overdue ones. The statement explained
--- is checked to be, word for word, the claim _reap_phase runs.
+-- is checked to be, word for word, the claim _reap_claim runs.
 BEGIN;
 SELECT plan(24);
 

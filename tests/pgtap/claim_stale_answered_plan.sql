@@ -6,7 +6,7 @@
 -- cutoff, and no other: not the archived ones, not the live Ringing ones, not the Answered ones
 -- that started inside the window. In the generic plan PL/pgSQL may cache as well as in a custom
 -- one, on a table where live and archived calls far outnumber the overdue ones. The statement
--- explained is checked to be, word for word, the claim _reap_phase runs.
+-- explained is checked to be, word for word, the claim _reap_claim runs.
 BEGIN;
 SELECT plan(24);
 

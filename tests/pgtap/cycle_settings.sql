@@ -20,9 +20,9 @@ SELECT r.oid::regproc::text AS routine,
 SELECT is((SELECT settings FROM reached WHERE routine = 'messenger._reap_pair'),
           ARRAY['enable_sort=off', 'jit=off', 'plan_cache_mode=force_generic_plan'],
           '_reap_pair sets the cycle''s planner settings: generic plans, no sort, no JIT');
-SELECT ok((SELECT count(*) FROM reached WHERE routine IN ('messenger._reap_phase', 'messenger._reap_claim_lane',
+SELECT ok((SELECT count(*) FROM reached WHERE routine IN ('messenger._reap_claim', 'messenger._reap_claim_lane',
                                                           'messenger._reap_apply', 'messenger._reap_first_passed')) = 4,
-          'the routines it reaches are found from their source (the phase, its claims, its close, the floor''s probe)');
+          'the routines it reaches are found from their source (the claim, its lanes, the close, the floor''s probe)');
 SELECT is((SELECT array_agg(routine || ' ' || settings::text ORDER BY routine) FROM reached
             WHERE routine <> 'messenger._reap_pair' AND cardinality(settings) > 0),
           ARRAY['messenger._reap_apply {enable_sort=on}'],

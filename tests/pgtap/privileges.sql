@@ -47,7 +47,7 @@ SELECT bag_eq(
       ('messenger._reap_lanes(messenger.call_reaper_phase_run)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_local_pairs(uuid,timestamp with time zone,jsonb,integer,jsonb)', 'messenger_call_reaper_owner', false, false),
       ('messenger._reap_pair(regclass,regclass,uuid,timestamp with time zone,jsonb,integer,uuid)', 'messenger_call_reaper_owner', true, true),
-      ('messenger._reap_phase(messenger.call_reaper_phase_run)', 'messenger_call_reaper_owner', false, true),
+      ('messenger._reap_claim(messenger.call_reaper_phase_run,messenger.call_reaper_lanes)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_pair_sql(regproc,text,regclass,regclass,text[])', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_pair_check(regclass,regclass,uuid,timestamp with time zone,jsonb,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_quarantine_call(uuid,text,text,text,uuid,timestamp with time zone,interval,interval)', 'messenger_call_reaper_owner', false, true),

@@ -1,4 +1,4 @@
-"""Error classes: poison or not is decided by SQLSTATE (deploy/functions/_reap_phase.sql).
+"""Error classes: poison or not is decided by SQLSTATE (deploy/functions/_reap_close.sql).
 
 An error about a call's data (classes 22, 23, P0001) makes that call poison: quarantined, the
 rest of the batch commits. A transient or systemic error (classes 08, 40, 42, 53, 55, 57, 58,

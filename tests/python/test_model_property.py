@@ -7,7 +7,7 @@ with a random batch_size and a non-decreasing as_of. After each cycle the calls,
 rows (in dispatch order) and the reported counts must equal the model's.
 
 The model follows the claim lanes (docs/design.md, "Three lanes per phase";
-deploy/functions/_reap_phase.sql): per phase, the due calls (messenger.call_is_due: a Ringing
+deploy/functions/_reap_claim.sql): per phase, the due calls (messenger.call_is_due: a Ringing
 call by started_at, an Answered one by updated_at and started_at) that started within the last
 polling interval before the cutoff, then the older ones, each by started_at (ix_call_due's key,
 for phase 2 too: not updated_at, which a progress update changes), then the claims'
