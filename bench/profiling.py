@@ -34,8 +34,8 @@ def show(run: Run, name: str) -> None:
 # one from its routine: no copy here can drift), with the names the routines' EXECUTE passes.
 CLAIM_VARS = ("v_status", "p_lanes.cutoff", "v_from", "v_to", "p_hi_key", "p_hi_id", "p_taken", "p_lanes.quarantined",
               "p_limit")
-APPLY_VARS = ("v_to", "v_end_reason", "p_as_of", "p_call_ids", "p_started_at", "p_due_at", "v_from", "v_kind",
-              "v_target_kind", "p_run_id", "v_both")
+APPLY_VARS = ("v_to", "v_end_reason", "p_run.as_of", "v_ids", "v_started", "v_due", "v_from", "v_kind",
+              "v_target_kind", "p_run.run_id", "v_both")
 
 
 def _statement(c: psycopg.Connection, routine: str, name: str, variables: tuple[str, ...]) -> str:
@@ -52,12 +52,12 @@ def _bound(stmt: str, variables: tuple[str, ...], consts: dict[str, str]) -> str
 
 def explain_apply(run: Run, batch: int) -> None:
     """EXPLAIN (ANALYZE, BUFFERS) of _reap_claim_lane's claim-and-count statement and of
-    _reap_apply's statement with their generic plans (what the functions run under
+    _reap_close's statement with their generic plans (what the functions run under
     plan_cache_mode = force_generic_plan), one batch of each phase, rolled back."""
     # Parameters bound client-side: EXPLAIN EXECUTE cannot infer the types of bind parameters.
     with run.connect(cursor_factory=psycopg.ClientCursor) as c:
         claim_sql = _statement(c, "messenger._reap_claim_lane", "claim", CLAIM_VARS)
-        apply_sql = _statement(c, "messenger._reap_apply", "close", APPLY_VARS)
+        apply_sql = _statement(c, "messenger._reap_close", "close", APPLY_VARS)
         c.execute("SET plan_cache_mode = force_generic_plan")
         c.commit()  # the SET must outlive the rollbacks below
         for ph in run.phases:
@@ -78,7 +78,7 @@ def _explain_phase(c: psycopg.Connection, ph, batch: int, apply_sql: str, claim_
         f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim_{ph.phase}"
         " (%s::text, %s::timestamptz, '-infinity', %s::timestamptz, %s::timestamptz, %s::uuid, '{}'::uuid[], false, %s::integer)",
         (ph.status, ph.cutoff, ph.cutoff, ph.cutoff, UUID_MAX, batch)).fetchall())
-    c.execute("SET LOCAL enable_sort = on")  # _reap_apply's
+    c.execute("SET LOCAL enable_sort = on")  # _reap_close's
     # The function's constants for the phase: what its DECLARE section sets from p_phase.
     consts = {"v_from": st.lit(ph.status), "v_to": st.lit(ph.new_status), "v_end_reason": st.lit(ph.end_reason),
               "v_kind": st.lit(ph.outbox_kind), "v_target_kind": st.lit("User"), "v_both": str(ph.both_parties).lower()}
@@ -86,7 +86,7 @@ def _explain_phase(c: psycopg.Connection, ph, batch: int, apply_sql: str, claim_
               " AS " + _bound(apply_sql, APPLY_VARS, consts))
     rows = c.execute(st.claim(ph, "messenger.call_due_key(s.status, s.started_at, s.updated_at), s.call_id, s.started_at"),
                      {f"cutoff_{ph.phase}": ph.cutoff, "batch": batch}).fetchall()
-    _print(f"_reap_apply's statement, generic plan, {ph.phase}, {len(rows)} calls", c.execute(
+    _print(f"_reap_close's statement, generic plan, {ph.phase}, {len(rows)} calls", c.execute(
         f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_apply_{ph.phase}"
         " (%s::timestamptz, %s::uuid[], %s::timestamptz[], %s::timestamptz[], %s::uuid)",
         (AS_OF, [r[1] for r in rows], [r[2] for r in rows], [r[0] + ph.timeout for r in rows], uuid.uuid4())).fetchall())

@@ -8,9 +8,11 @@ BEGIN;
 --                lane, then p_n_retry quarantined calls, then the backlog lane
 --   p_run        the phase's run (messenger.call_reaper_phase_run): phase, run id, as_of, window,
 --                subtransaction budget, quarantine backoffs, the pair it closes and pushes on
--- Each lane is one set-based messenger._reap_apply, each attempt in its own subtransaction
--- (retried calls one by one: they failed before, so a set would fail again). An attempt that
--- raises, by messenger.call_reaper_error_class of its SQLSTATE:
+-- An attempt closes a range of the batch and writes its outbox rows in ONE statement (below),
+-- so a transition can never commit without its outbox row or the other way round. Each lane is
+-- one set-based attempt, each attempt in its own subtransaction (retried calls one by one: they
+-- failed before, so a set would fail again). An attempt that raises (a CHECK, the outbox's
+-- unique index, a product trigger), by messenger.call_reaper_error_class of its SQLSTATE:
 --   * 'transient': re-raised, the cycle rolls back whole (the error says nothing of a call);
 --   * otherwise a set is bisected, its halves left on the stack in due order, and a single
 --     call is poison: left active, counted, quarantined (messenger._reap_quarantine_call).
@@ -22,6 +24,19 @@ BEGIN;
 -- batch position of the first backlog call left so (NULL: none), where the floor must stop.
 -- calls lists every closed call as call_id/caller/callee for the cycle's one log record.
 -- query_canceled is not caught by WHEN OTHERS: cancellation rolls back the cycle.
+-- The statement: the phase's rule (messenger.call_reaper_phases(): which status it closes, to
+-- what, and whose outbox rows, the caller's or each distinct party's); the calls matched by
+-- (call_id, started_at), which on a call_sessions partitioned by started_at
+-- (sql/partition_call_sessions.sql) prunes each lookup to one partition; ended_at, updated_at
+-- and the outbox created_at are p_run.as_of, the outbox correlation_id its run id. The caller
+-- holds the rows (FOR NO KEY UPDATE); the UPDATE re-checks the phase's status, so a call no
+-- longer active is left untouched and gets no outbox row. On the default pair
+-- (messenger.call_sessions, messenger.realtime_outbox) the static statement; another pair of
+-- their shape runs the same text through EXECUTE (messenger._reap_pair_sql): the outbox's id
+-- from its own default, or, where its id has none (no identity, no DEFAULT: a Citus shard),
+-- from the default outbox's sequence (on a Citus worker that node's range), named in the
+-- INSERT's two id slots. enable_sort = on because messenger._reap_pair turns sorting off for
+-- the claims and this statement must sort its batch (the outbox rows in due order, see below).
 CREATE FUNCTION messenger._reap_close(
     p_run          messenger.call_reaper_phase_run,
     p_ids          uuid[],
@@ -39,8 +54,20 @@ CREATE FUNCTION messenger._reap_close(
 LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET enable_sort = on
 AS $$
 DECLARE
+    -- Typed as the messenger service's columns (text, varchar or its enum types): a text value
+    -- would not cast to an enum column by itself. Filled from the phase rule below.
+    v_from        messenger.call_sessions.status%TYPE;
+    v_to          messenger.call_sessions.status%TYPE;
+    v_end_reason  messenger.call_sessions.end_reason%TYPE;
+    v_kind        messenger.realtime_outbox.kind%TYPE;
+    v_both        boolean;
+    v_target_kind messenger.realtime_outbox.target_kind%TYPE := 'User';
+    v_ids         uuid[];
+    v_started     timestamptz[];
+    v_due         timestamptz[];
     v_n          constant integer := cardinality(p_ids);
     v_backlog    constant integer := p_n_fresh + p_n_retry + 1;   -- first backlog position
     v_stack_lo   integer[] := '{}'::integer[];
@@ -57,6 +84,10 @@ DECLARE
     v_state      text;
     v_message    text;
 BEGIN
+    SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both'
+      INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both
+      FROM messenger.call_reaper_phases() AS r
+     WHERE r.phase = p_run.phase;
     reaped := 0;
     poisoned := 0;
     deferred := 0;
@@ -92,13 +123,58 @@ BEGIN
             CONTINUE;
         END IF;
         subtransactions := subtransactions + 1;
+        v_ids := p_ids[v_a:v_b];
+        v_started := p_started[v_a:v_b];
+        v_due := ARRAY(SELECT k + p_run.timeout FROM unnest(p_keys[v_a:v_b]) AS k);
         BEGIN
-            SELECT count(*)::integer, coalesce(array_agg(a.lag_seconds), '{}'),
-                   string_agg(a.call_id || '/' || a.caller_user_id || '/' || a.callee_user_id, ',')
+            IF p_run.calls = 'messenger.call_sessions'::regclass AND p_run.outbox = 'messenger.realtime_outbox'::regclass THEN
+            -- pair: close
+            WITH closed AS (
+                UPDATE messenger.call_sessions AS c
+                   SET status           = v_to,
+                       end_reason       = v_end_reason,
+                       ended_at         = p_run.as_of,
+                       updated_at       = p_run.as_of,
+                       duration_seconds = NULL
+                  FROM unnest(v_ids, v_started, v_due) AS d (call_id, started_at, due_at)
+                 WHERE c.call_id = d.call_id
+                   AND c.started_at = d.started_at
+                   AND c.status = v_from
+                RETURNING c.call_id, c.caller_user_id, c.callee_user_id, c.media_type, c.status, c.end_reason, d.due_at
+            ), pushed AS (
+                INSERT INTO messenger.realtime_outbox
+                       (/* id column */kind, target_kind, target_id, reference_id, payload, correlation_id, created_at)
+                SELECT /* id value */v_kind,
+                       v_target_kind,
+                       'user:' || r.user_id,
+                       x.call_id,
+                       jsonb_build_object('callId', x.call_id, 'status', x.status, 'mediaType', x.media_type),
+                       p_run.run_id,
+                       p_run.as_of
+                  FROM closed AS x
+                 -- r.n numbers a call's recipients: 1 = the caller (a CallMissed goes to the caller only),
+                 -- 2 = the callee. It selects who gets a row and orders the rows: realtime-dispatch
+                 -- delivers in id order, so the ids follow due order, the caller's row before the callee's.
+                 CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
+                 -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
+                 -- second one the outbox's unique index would refuse (making the call poison forever).
+                 WHERE r.n = 1 OR (v_both AND x.callee_user_id <> x.caller_user_id)
+                 ORDER BY x.due_at, x.call_id, r.n
+            )
+            SELECT count(*)::integer,
+                   coalesce(array_agg(extract(epoch FROM p_run.as_of - x.due_at)::double precision ORDER BY x.due_at, x.call_id), '{}'),
+                   string_agg(x.call_id || '/' || x.caller_user_id || '/' || x.callee_user_id, ',' ORDER BY x.due_at, x.call_id)
               INTO v_count, v_lags, v_part
-              FROM messenger._reap_apply(p_run.phase, p_ids[v_a:v_b], p_started[v_a:v_b],
-                                         ARRAY(SELECT k + p_run.timeout FROM unnest(p_keys[v_a:v_b]) AS k),
-                                         p_run.run_id, p_run.as_of, p_run.calls, p_run.outbox) AS a;
+              FROM closed AS x;
+            ELSE
+                -- Another pair: the same statement, planned per call.
+                EXECUTE messenger._reap_pair_sql('messenger._reap_close', 'close', p_run.calls, p_run.outbox,
+                                                 'v_to', 'v_end_reason', 'p_run.as_of', 'v_ids', 'v_started', 'v_due',
+                                                 'v_from', 'v_kind', 'v_target_kind', 'p_run.run_id', 'v_both')
+                   INTO v_count, v_lags, v_part
+                  USING v_to, v_end_reason, p_run.as_of, v_ids, v_started, v_due, v_from, v_kind, v_target_kind,
+                        p_run.run_id, v_both;
+            END IF;
             reaped := reaped + v_count;
             lag_seconds := lag_seconds || v_lags;
             IF v_part IS NOT NULL THEN

@@ -42,7 +42,7 @@ BEGIN;
 -- closes a call twice. Writes no ledger row and no counters: that is the cycle's (on Citus, the
 -- coordinator adds up each pair's row).
 -- An outbox relation whose id has no default (a Citus shard) gets ids from the default outbox's
--- sequence (messenger._reap_apply).
+-- sequence (messenger._reap_close).
 -- SECURITY DEFINER like the cycle: EXECUTE for the owner's cycle and for operators (the fan-out
 -- on a worker), never for the job role or PUBLIC.
 -- Citus: on a worker pg_class hides shards from the shape check unless
@@ -52,7 +52,7 @@ BEGIN;
 -- deployer that is not a superuser may not put on a routine (42501, PostgreSQL 15-18).
 -- The planner settings of every statement of a cycle on a pair are here, once, for every
 -- routine it calls (each of them a SET clause of its own cost a setting's save and restore per
--- call, a few microseconds, many times a cycle); only messenger._reap_apply turns sorting back
+-- call, a few microseconds, many times a cycle); only messenger._reap_close turns sorting back
 -- on for its statement:
 --   * plan_cache_mode = force_generic_plan: each statement planned once per session, not once
 --     per cycle (on a partitioned call_sessions, once per partition per cycle); the generic

@@ -1,6 +1,6 @@
 -- The planner settings of a cycle on a relation pair live in one place: messenger._reap_pair's
 -- SET clause (generic plans, no sort, no JIT), which every routine it calls runs under. No
--- routine it reaches, directly or through others, sets one of its own, but _reap_apply, whose
+-- routine it reaches, directly or through others, sets one of its own, but _reap_close, whose
 -- statement must sort its batch (enable_sort = on). The routines reached are found from their
 -- source: each messenger.<routine>( it names.
 BEGIN;
@@ -21,12 +21,12 @@ SELECT is((SELECT settings FROM reached WHERE routine = 'messenger._reap_pair'),
           ARRAY['enable_sort=off', 'jit=off', 'plan_cache_mode=force_generic_plan'],
           '_reap_pair sets the cycle''s planner settings: generic plans, no sort, no JIT');
 SELECT ok((SELECT count(*) FROM reached WHERE routine IN ('messenger._reap_claim', 'messenger._reap_claim_lane',
-                                                          'messenger._reap_apply', 'messenger._reap_first_passed')) = 4,
+                                                          'messenger._reap_close', 'messenger._reap_first_passed')) = 4,
           'the routines it reaches are found from their source (the claim, its lanes, the close, the floor''s probe)');
 SELECT is((SELECT array_agg(routine || ' ' || settings::text ORDER BY routine) FROM reached
             WHERE routine <> 'messenger._reap_pair' AND cardinality(settings) > 0),
-          ARRAY['messenger._reap_apply {enable_sort=on}'],
-          'no routine it reaches sets a planner setting of its own, but _reap_apply, which sorts its batch');
+          ARRAY['messenger._reap_close {enable_sort=on}'],
+          'no routine it reaches sets a planner setting of its own, but _reap_close, which sorts its batch');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -93,9 +93,9 @@ SELECT throws_ok($$SELECT messenger._reap_pair_sql('messenger._reap_save_floor',
 SELECT throws_ok($$SELECT messenger._reap_pair_sql('messenger._reap_save_floor', 'anchor', 'pair_test.calls', NULL, 'v_id', 'v_key')$$,
                  '22023', 'the statement "anchor" of messenger._reap_save_floor does not use v_key',
                  'a variable the statement does not use is refused (22023): a misspelt name would shift every $n after it');
-SELECT throws_ok($$SELECT messenger._reap_pair_sql('messenger._reap_apply', 'close', 'pair_test.calls', NULL,
-                      'v_to', 'v_end_reason', 'p_as_of', 'p_call_ids', 'p_started_at', 'p_due_at', 'v_from', 'v_kind',
-                      'v_target_kind', 'p_run_id', 'v_both')$$,
+SELECT throws_ok($$SELECT messenger._reap_pair_sql('messenger._reap_close', 'close', 'pair_test.calls', NULL,
+                      'v_to', 'v_end_reason', 'p_run.as_of', 'v_ids', 'v_started', 'v_due', 'v_from', 'v_kind',
+                      'v_target_kind', 'p_run.run_id', 'v_both')$$,
                  '22023', NULL, 'the outbox statement without the pair''s outbox is refused (22023)');
 
 SELECT * FROM finish();

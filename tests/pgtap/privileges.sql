@@ -36,7 +36,6 @@ SELECT bag_eq(
       ('messenger._end_stale_call_reaper_lock()', 'deployer', false, true),
       ('messenger._purge_call_reaper_runs(timestamp with time zone,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._preview_local_pairs(timestamp with time zone,jsonb)', 'messenger_call_reaper_owner', true, true),
-      ('messenger._reap_apply(text,uuid[],timestamp with time zone[],timestamp with time zone[],uuid,timestamp with time zone,regclass,regclass)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_claim_lane(messenger.call_reaper_lanes,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],integer,regclass)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_claim_retries(text,text,timestamp with time zone,timestamp with time zone,integer,regclass)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_close(messenger.call_reaper_phase_run,uuid[],timestamp with time zone[],timestamp with time zone[],integer,integer)', 'messenger_call_reaper_owner', false, true),

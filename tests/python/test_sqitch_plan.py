@@ -362,7 +362,7 @@ def test_the_test_map_names_only_what_exists():
 #   - triggers/X: also the table it is on (a write there fires it).
 # "Calls" is static: a test file calls an object when it names a routine or table whose deploy
 # script (its latest version) names that object, directly or through others (reap_call_timeouts
-# reaches _reap_apply through _reap_cycle, _reap_pair, _reap_close), and a table write fires
+# reaches _reap_close through _reap_cycle, _reap_pair), and a table write fires
 # the trigger functions triggers/ attaches to it. A pytest file is read with the local helper
 # modules it imports (reaper_support's reap() calls reap_call_timeouts). It cannot tell whether
 # a run reaches a branch: which tests do is the row's own business (e.g. _reap_first_passed runs
@@ -494,9 +494,9 @@ def test_object_spellings_see_what_they_must():
     assert any(re.search(s, "call_reaper_job_name('purge')") for s in object_spellings("cron/call_reaper_purge"))
     assert not any(re.search(s, "messenger._reap_cycle_x()") for s in object_spellings("functions/_reap_cycle"))
     texts = latest_deploys()
-    assert {"_reap_cycle", "_reap_pair", "_reap_claim", "_reap_close", "_reap_apply"} <= reaches("reap_call_timeouts", texts)
+    assert {"_reap_cycle", "_reap_pair", "_reap_claim", "_reap_close", "_reap_claim_lane"} <= reaches("reap_call_timeouts", texts)
     assert "_call_reaper_settings_guard" in reaches("call_reaper_settings", texts)
-    assert "reap_call_timeouts" not in reaches("_reap_apply", texts)
+    assert "reap_call_timeouts" not in reaches("_reap_close", texts)
 
 
 PINS_HEADER = """\
