@@ -162,7 +162,8 @@ BEGIN
                  ORDER BY x.due_at, x.call_id, r.n
             )
             SELECT count(*)::integer,
-                   coalesce(array_agg(extract(epoch FROM p_run.as_of - x.due_at)::double precision ORDER BY x.due_at, x.call_id), '{}'),
+                   -- The lags feed a histogram (any order); the log lists the calls in due order.
+                   coalesce(array_agg(extract(epoch FROM p_run.as_of - x.due_at)::double precision), '{}'),
                    string_agg(x.call_id || '/' || x.caller_user_id || '/' || x.callee_user_id, ',' ORDER BY x.due_at, x.call_id)
               INTO v_count, v_lags, v_part
               FROM closed AS x;
