@@ -218,7 +218,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer) IS
-    'Private: close one reaper phase''s claimed calls set-based, bisecting out and quarantining poison within a subtransaction budget.';
+    'Private: close one reaper phase''s claimed calls and write their outbox rows, one statement per attempt, bisecting out and quarantining poison within a subtransaction budget.';
 REVOKE ALL ON FUNCTION messenger._reap_close(messenger.call_reaper_phase_run, uuid[], timestamptz[], timestamptz[], integer, integer) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

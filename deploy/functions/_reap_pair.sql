@@ -177,7 +177,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid) IS
-    'Private: one reaper cycle''s phases on one relation pair (calls, outbox): the default pair as messenger._reap_cycle runs it, or a pair of its shape (a colocated shard pair); 22023 for a pair of another shape. No lock, ledger or counters of its own.';
+    'Private: one reaper cycle''s phases (lanes, claim, close, floor) on one relation pair (calls, outbox): the default pair as messenger._reap_cycle runs it, or a pair of its shape (a colocated shard pair); 22023 for a pair of another shape. No lock, ledger or counters of its own.';
 REVOKE ALL ON FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

@@ -126,12 +126,8 @@ BEGIN
                OR (v_answered AND (p_outcome.talkers >= c_many_talkers OR p_lanes.floor_key IS NOT NULL))) THEN
         v_key := '-infinity';
     END IF;
-    -- Below the floor, every Answered call not closed or quarantined was walked by these lanes
-    -- or the ones that stored the trusted floor (their updated_at >= talking_since), or it was
-    -- answered or committed after this cycle looked: at or after its as_of and its clock, less
-    -- the late commits the fresh window allows for (messenger._reap_floor_trusted, check (e)).
-    -- An as_of further ahead of the clock than _check_reaper_options allows in production is a
-    -- test cluster's (allow_future_as_of), whose calls are written in as_of's time.
+    -- Why these bound every Answered call below the floor: docs/design.md, "The stale-answered
+    -- floor's talking_since" (an as_of far ahead of the clock is a test cluster's).
     IF v_answered THEN
         v_talking := least(p_outcome.talking_since, p_lanes.floor_talking_since, p_run.as_of,
                            CASE WHEN p_run.as_of <= now() + interval '5 seconds' THEN now() END);
@@ -139,29 +135,25 @@ BEGIN
     v_swept := NOT p_outcome."full" AND p_outcome.deferred = 0
                AND (p_lanes.floor_key IS NULL OR p_lanes.floor_swept OR p_outcome.swept);
 
-    IF v_key = '-infinity' THEN
-        IF p_lanes.floor_stored THEN
-            DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
+    IF v_key > '-infinity' THEN
+        IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
+            RETURN;
         END IF;
-        RETURN;
+        -- The anchor's started_at (check (c) finds it by it); gone meanwhile: no floor rather
+        -- than one no check can confirm.
+        IF p_run.calls = 'messenger.call_sessions'::regclass THEN
+        -- pair: anchor
+        SELECT a.started_at
+          INTO v_anchor
+          FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1;
+        ELSE
+            -- Another pair's calls relation: the same statement, planned per call.
+            EXECUTE messenger._reap_pair_sql('messenger._reap_save_floor', 'anchor', p_run.calls, NULL, 'v_id')
+               INTO v_anchor
+              USING v_id;
+        END IF;
     END IF;
-    IF (v_key, v_id) = (p_lanes.floor_key, p_lanes.floor_id) AND v_swept IS NOT DISTINCT FROM p_lanes.floor_swept THEN
-        RETURN;
-    END IF;
-    -- The anchor's started_at (check (c) finds it by it); gone meanwhile: no floor rather than
-    -- one no check can confirm.
-    IF p_run.calls = 'messenger.call_sessions'::regclass THEN
-    -- pair: anchor
-    SELECT a.started_at
-      INTO v_anchor
-      FROM messenger.call_sessions AS a WHERE a.call_id = v_id LIMIT 1;
-    ELSE
-        -- Another pair's calls relation: the same statement, planned per call.
-        EXECUTE messenger._reap_pair_sql('messenger._reap_save_floor', 'anchor', p_run.calls, NULL, 'v_id')
-           INTO v_anchor
-          USING v_id;
-    END IF;
-    IF v_anchor IS NULL THEN
+    IF v_anchor IS NULL THEN   -- no floor ('-infinity'), or its anchor is gone
         IF p_lanes.floor_stored THEN
             DELETE FROM messenger.call_reaper_claim_floor AS f WHERE f.calls = p_run.calls AND f.phase = p_run.phase;
         END IF;
