@@ -78,10 +78,8 @@ BEGIN
                                             p_run.calls) AS r;
     END IF;
 
-    -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3), in the room the retry
-    -- lane left; the batch is laid out fresh, retry, backlog, sweep. The sweep runs when the
-    -- backlog lane came up short above a floor that full lanes moved and nobody swept since:
-    -- from the start up to the floor, for calls committed below it while the drain ran.
+    -- Healthy lanes: fresh (1), then backlog (2), then the sweep (3, see the header), in the
+    -- room the retry lane left.
     FOR v_lane IN 1 .. 3 LOOP
         v_limit := p_run.batch - cardinality(v_ids);
         IF v_lane = 1 THEN
