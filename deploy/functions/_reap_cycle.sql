@@ -7,10 +7,8 @@ BEGIN;
 -- the previous cycle of the caller's drain or catch-up loop (messenger.drain_call_timeouts,
 -- messenger.run_call_reaper_ticks), whose claim floor this cycle may trust at the same as_of
 -- (_reap_lanes). NULL for a cycle run on its own.
--- Counters: an idle cycle (completed, nothing closed, poisoned, passed or deferred) writes its
--- ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
--- folds it into messenger.call_reaper_counters (any busy cycle, or an idle one an hour after the
--- last fold), so an idle cycle writes one row's worth of WAL.
+-- Its ledger row, the counters and its cycle_completed log line: messenger._reap_ledger (a cycle
+-- that took the lock); a cycle that found the lock taken writes its 'skipped' row here.
 -- Who may steer it: every entry point (reap_call_timeouts, run_call_reaper_ticks, the drain, the
 -- Patroni callback) comes through here, so the rule is kept here once. A caller that is not an
 -- operator (a member of messenger_call_reaper_operator: the deploying role, a DBA it granted the
@@ -25,7 +23,7 @@ BEGIN;
 -- Phases: messenger._reap_pair on the default pair (messenger.call_sessions,
 -- messenger.realtime_outbox): each row of messenger.call_reaper_phases() (lanes, claim, close,
 -- floor), in that order, each window the setting the row's timeout_setting names, with the arguments laid
--- over the settings. The lock, the ledger, the counters and the caller rules stay here. On a Citus
+-- over the settings. The lock and the caller rules stay here. On a Citus
 -- coordinator with call_sessions distributed, messenger._reap_fanout runs _reap_pair on every
 -- shard pair of every worker and adds up their sums; a worker that failed makes the run 'failed'
 -- (08000, the workers named) while the others' closures, committed on their nodes, are counted.
@@ -46,21 +44,17 @@ AS $$
 DECLARE
     c_lock_key constant bigint := messenger.call_reaper_lock_key();
     c_subxact_budget constant integer := 64;
-    c_fold_every constant interval := interval '1 hour';
     v_started  constant timestamptz := clock_timestamp();
     v_settings messenger.call_reaper_settings;
-    v_out      messenger.call_reaper_cycle;
-    v_batch    integer;
+    v_out      messenger.call_reaper_cycle := ROW(NULL::uuid, false, 0, 0, 0, 0, NULL::numeric, v_started, 'paused');
     v_res      record;
     v_lags     double precision[] := '{}'::double precision[];
-    v_seconds  double precision;
-    v_state    text;
-    v_message  text;
     v_subxacts integer;
     v_deferred integer := 0;
-    v_idle     boolean;
-    v_caller   text;
     v_failures text;
+    v_state    text;
+    v_message  text;
+    v_caller   text;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
@@ -72,13 +66,6 @@ BEGIN
                       HINT = 'Run messenger.reap_call_timeouts() with no arguments, or run the DBA verbs (reap_call_timeouts(...), run_call_reaper_ticks(as_of => ...), drain_call_timeouts(...)) as the deploying role or a member of messenger_call_reaper_operator.';
         END IF;
         IF v_settings.paused THEN
-            v_out.lock_acquired := false;
-            v_out.missed_count := 0;
-            v_out.failed_count := 0;
-            v_out.skipped_locked_count := 0;
-            v_out.poisoned_count := 0;
-            v_out.as_of := v_started;
-            v_out.result := 'paused';
             v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
             RAISE LOG 'call_reaper event=cycle_skipped reason=paused role=%', v_caller;
             RETURN v_out;
@@ -86,11 +73,11 @@ BEGIN
     END IF;
     -- The arguments laid over the configured values: each phase's window is then the setting its
     -- timeout_setting names (call_reaper_phases()), which the arguments are named after.
-    v_batch := coalesce(p_batch_size, v_settings.batch_size);
+    v_settings.batch_size := coalesce(p_batch_size, v_settings.batch_size);
     v_settings.ring_timeout := coalesce(p_ring_timeout, v_settings.ring_timeout);
     v_settings.stale_timeout := coalesce(p_stale_timeout, v_settings.stale_timeout);
     v_out.as_of := coalesce(p_as_of, v_started);
-    PERFORM messenger._check_reaper_options(v_batch, v_settings.ring_timeout, v_settings.stale_timeout, v_out.as_of);
+    PERFORM messenger._check_reaper_options(v_settings.batch_size, v_settings.ring_timeout, v_settings.stale_timeout, v_out.as_of);
 
     -- Time-ordered (the UUIDv7 layout: 48 bits of milliseconds, version 7, random): each run's
     -- ledger key lands on the last page of call_reaper_runs_pkey, so after a checkpoint one
@@ -99,19 +86,14 @@ BEGIN
     v_out.run_id := encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
                                PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
                                FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid;
-    v_out.missed_count := 0;
-    v_out.failed_count := 0;
-    v_out.skipped_locked_count := 0;
-    v_out.poisoned_count := 0;
     v_out.lock_acquired := pg_try_advisory_xact_lock(c_lock_key);
-
     IF NOT v_out.lock_acquired THEN
         v_out.result := 'skipped';
         v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
         INSERT INTO messenger.call_reaper_runs
                (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size,
                 ring_timeout, stale_timeout, duration_ms)
-        VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, false, v_batch,
+        VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, false, v_settings.batch_size,
                 v_settings.ring_timeout, v_settings.stale_timeout, v_out.duration_ms);
         RAISE LOG 'call_reaper event=cycle_skipped run_id=% reason=lock_busy', v_out.run_id;
         RETURN v_out;
@@ -128,11 +110,7 @@ BEGIN
     -- budget (messenger._reap_pair). The totals are set only once every phase ran: a phase that
     -- raises rolls the earlier ones back too.
     BEGIN
-        -- The default pair; the arguments laid over the settings are what the pair reads.
-        v_settings.batch_size := v_batch;
         -- An assignment, not SELECT * FROM: a simple expression is no statement of its own.
-        -- On a Citus coordinator whose call_sessions is distributed, the phases run on every
-        -- shard pair of every worker (messenger._reap_fanout).
         IF messenger._call_reaper_distributed() THEN
             SELECT * INTO v_res FROM messenger._reap_fanout(v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1);
             v_failures := v_res.failures;
@@ -164,72 +142,8 @@ BEGIN
         RAISE WARNING 'call_reaper event=cycle_rolled_back run_id=% sqlstate=% message=%',
             v_out.run_id, v_state, to_json(v_message);
     END;
-
-    v_seconds := extract(epoch FROM clock_timestamp() - v_started)::double precision;
-    v_out.duration_ms := round((v_seconds * 1000)::numeric, 3);
-
-    INSERT INTO messenger.call_reaper_runs
-           (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout,
-            stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
-            duration_ms, subtransactions, deferred_count, error_sqlstate, error_message)
-    VALUES (v_out.run_id, v_started, clock_timestamp(), v_out.as_of, v_out.result, true, v_batch,
-            v_settings.ring_timeout, v_settings.stale_timeout, v_out.missed_count, v_out.failed_count,
-            v_out.skipped_locked_count, v_out.poisoned_count, v_out.duration_ms, v_subxacts, v_deferred,
-            v_state, v_message);
-
-    -- An idle cycle (it changed nothing and passed nothing) leaves only its ledger row:
-    -- call_reaper_metrics counts it from there until a later cycle folds it in here (the row's
-    -- new version would be most of an idle cycle's WAL). Any other cycle, and an idle one once
-    -- c_fold_every after the last fold, folds the idle runs since then and itself.
-    -- By its key: without a WHERE the update reads every page of the one-row table, and while
-    -- any snapshot holds the row's old versions the table grows by a page every few hundred
-    -- cycles; by key it reads a few.
-    v_idle := v_out.result = 'completed' AND v_out.missed_count + v_out.failed_count + v_out.poisoned_count
-              + v_out.skipped_locked_count + v_deferred = 0;
-    WITH idle AS (
-        -- The fold point as one value, so the runs after it are a range of ix_call_reaper_runs_started_at:
-        -- joined to the counters row, the plan walked the whole ledger (a week of runs is 40,000)
-        -- and probed the counters row once per run (pgTAP ledger_fold_cost).
-        SELECT r.duration_ms::double precision / 1000 AS seconds
-          FROM messenger.call_reaper_runs AS r
-         WHERE r.started_at > (SELECT c.idle_folded_through FROM messenger.call_reaper_counters AS c WHERE c.singleton)
-           AND r.started_at < v_started
-           AND r.lock_acquired AND r.result = 'completed'
-    ), runs AS (
-        SELECT v_seconds AS seconds
-        UNION ALL
-        SELECT i.seconds FROM idle AS i
-    )
-    UPDATE messenger.call_reaper_counters AS k
-       SET runs_completed = k.runs_completed + (v_out.result = 'completed')::integer
-                            + (SELECT count(*) FROM idle),
-           runs_rolled_back = k.runs_rolled_back + (v_out.result = 'failed')::integer,
-           items_missed   = k.items_missed + v_out.missed_count,
-           items_failed   = k.items_failed + v_out.failed_count,
-           items_poisoned = k.items_poisoned + v_out.poisoned_count,
-           skip_locked    = k.skip_locked + v_out.skipped_locked_count,
-           errors         = k.errors + v_out.poisoned_count + (v_out.result = 'failed')::integer,
-           cycle_duration_buckets = ARRAY(
-               SELECT b.n + (SELECT count(*) FROM runs AS r WHERE r.seconds <= b.le)
-                 FROM unnest(k.cycle_duration_buckets, k.cycle_duration_bounds) WITH ORDINALITY AS b (n, le, i)
-                ORDER BY b.i),
-           cycle_duration_count = k.cycle_duration_count + (SELECT count(*) FROM runs),
-           cycle_duration_sum   = k.cycle_duration_sum + (SELECT sum(r.seconds) FROM runs AS r),
-           reap_lag_buckets = ARRAY(
-               SELECT b.n + (SELECT count(*) FROM unnest(v_lags) AS l (s) WHERE l.s <= b.le)
-                 FROM unnest(k.reap_lag_buckets, k.reap_lag_bounds) WITH ORDINALITY AS b (n, le, i)
-                ORDER BY b.i),
-           reap_lag_count = k.reap_lag_count + cardinality(v_lags),
-           reap_lag_sum   = k.reap_lag_sum + coalesce((SELECT sum(l.s) FROM unnest(v_lags) AS l (s)), 0),
-           last_run_at     = clock_timestamp(),
-           last_success_at = CASE WHEN v_out.result = 'completed' THEN clock_timestamp() ELSE k.last_success_at END,
-           idle_folded_through = v_started
-     WHERE k.singleton
-       AND (NOT v_idle OR k.idle_folded_through < v_started - c_fold_every);
-
-    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=%',
-        v_out.run_id, v_out.result, v_out.missed_count, v_out.failed_count, v_out.skipped_locked_count,
-        v_out.poisoned_count, v_deferred, coalesce(v_subxacts::text, 'unknown'), v_out.duration_ms;
+    v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
+    PERFORM messenger._reap_ledger(v_out, v_started, v_settings, v_lags, v_subxacts, v_deferred, v_state, v_message);
     RETURN v_out;
 END
 $$;

@@ -40,6 +40,7 @@ SELECT bag_eq(
       ('messenger._reap_claim_retries(text,text,timestamp with time zone,timestamp with time zone,integer,regclass)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_close(messenger.call_reaper_phase_run,uuid[],timestamp with time zone[],timestamp with time zone[],integer,integer)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_cycle(integer,interval,interval,timestamp with time zone,uuid)', 'messenger_call_reaper_owner', true, true),
+      ('messenger._reap_ledger(messenger.call_reaper_cycle,timestamp with time zone,messenger.call_reaper_settings,double precision[],integer,integer,text,text)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_floor_trusted(messenger.call_reaper_phase_run,record,bigint)', 'messenger_call_reaper_owner', false, true),
       ('messenger._reap_fanout(uuid,timestamp with time zone,jsonb,integer)', 'messenger_call_reaper_owner', true, true),
       ('messenger._reap_first_passed(text,timestamp with time zone,uuid,timestamp with time zone,uuid,uuid[],boolean,regclass)', 'messenger_call_reaper_owner', false, true),

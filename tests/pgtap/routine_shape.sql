@@ -10,7 +10,6 @@ SELECT plan(5);
 
 CREATE TEMP TABLE over_limit (routine text, measure text, today integer);
 INSERT INTO over_limit VALUES
-    ('messenger._reap_cycle', 'lines', 191),
     ('messenger._reap_local_pairs', 'lines', 174),
     ('messenger._reap_close', 'lines', 159);
 
