@@ -36,7 +36,15 @@ BEGIN;
 -- from its own default, or, where its id has none (no identity, no DEFAULT: a Citus shard),
 -- from the default outbox's sequence (on a Citus worker that node's range), named in the
 -- INSERT's two id slots. enable_sort = on because messenger._reap_pair turns sorting off for
--- the claims and this statement must sort its batch (the outbox rows in due order, see below).
+-- the claims and this statement must sort its batch (the outbox rows in due order).
+-- In the statement, r.n numbers a call's recipients: 1 = the caller (a CallMissed goes to the
+-- caller only), 2 = the callee. It selects who gets a row and orders the rows: realtime-dispatch
+-- delivers in id order, so the ids follow due order, the caller's row before the callee's.
+-- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a second
+-- one the outbox's unique index would refuse (making the call poison forever). The lags feed a
+-- histogram (any order); the log lists the calls in due order. The phase rule's values are
+-- typed as the messenger service's columns (text, varchar or its enum types): a text value
+-- would not cast to an enum column by itself.
 CREATE FUNCTION messenger._reap_close(
     p_run          messenger.call_reaper_phase_run,
     p_ids          uuid[],
@@ -57,8 +65,6 @@ SET search_path = pg_catalog, pg_temp
 SET enable_sort = on
 AS $$
 DECLARE
-    -- Typed as the messenger service's columns (text, varchar or its enum types): a text value
-    -- would not cast to an enum column by itself. Filled from the phase rule below.
     v_from        messenger.call_sessions.status%TYPE;
     v_to          messenger.call_sessions.status%TYPE;
     v_end_reason  messenger.call_sessions.end_reason%TYPE;
@@ -70,12 +76,10 @@ DECLARE
     v_due         timestamptz[];
     v_n          constant integer := cardinality(p_ids);
     v_backlog    constant integer := p_n_fresh + p_n_retry + 1;   -- first backlog position
-    v_stack_lo   integer[] := '{}'::integer[];
-    v_stack_hi   integer[] := '{}'::integer[];
-    v_top        integer := 0;
+    -- Batch ranges left to try, popped from the end: backlog, each retried call, fresh on top.
+    v_stack      int4range[] := ARRAY[int4range(v_backlog, v_n + 1)];
     v_a          integer;
     v_b          integer;
-    v_mid        integer;
     v_count      integer;
     v_lags       double precision[];
     v_part       text;
@@ -84,42 +88,22 @@ DECLARE
     v_state      text;
     v_message    text;
 BEGIN
-    SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both'
-      INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both
+    SELECT r.status, r.new_status, r.end_reason, r.outbox_kind, r.recipients = 'both',
+           0, 0, 0, 0, '{}'::double precision[]
+      INTO STRICT v_from, v_to, v_end_reason, v_kind, v_both,
+           reaped, poisoned, deferred, subtransactions, lag_seconds
       FROM messenger.call_reaper_phases() AS r
      WHERE r.phase = p_run.phase;
-    reaped := 0;
-    poisoned := 0;
-    deferred := 0;
-    subtransactions := 0;
-    lag_seconds := '{}'::double precision[];
-    -- A stack of batch ranges, popped from the top: fresh range, retry calls one by one,
-    -- backlog range.
-    IF v_n >= v_backlog THEN
-        v_top := v_top + 1;
-        v_stack_lo[v_top] := v_backlog;
-        v_stack_hi[v_top] := v_n;
-    END IF;
-    FOR i IN REVERSE v_backlog - 1 .. p_n_fresh + 1 LOOP
-        v_top := v_top + 1;
-        v_stack_lo[v_top] := i;
-        v_stack_hi[v_top] := i;
-    END LOOP;
-    IF p_n_fresh > 0 THEN
-        v_top := v_top + 1;
-        v_stack_lo[v_top] := 1;
-        v_stack_hi[v_top] := p_n_fresh;
-    END IF;
-
-    WHILE v_top > 0 LOOP
-        v_a := v_stack_lo[v_top];
-        v_b := v_stack_hi[v_top];
-        v_top := v_top - 1;
+    FOR i IN REVERSE v_backlog - 1 .. p_n_fresh + 1 LOOP v_stack := v_stack || int4range(i, i + 1); END LOOP;
+    v_stack := v_stack || int4range(1, p_n_fresh + 1);
+    WHILE cardinality(v_stack) > 0 LOOP
+        v_a := lower(v_stack[cardinality(v_stack)]);
+        v_b := upper(v_stack[cardinality(v_stack)]) - 1;
+        v_stack := trim_array(v_stack, 1);
+        CONTINUE WHEN v_a IS NULL;   -- an empty lane
         IF subtransactions >= p_run.budget THEN
             deferred := deferred + v_b - v_a + 1;
-            IF v_b >= v_backlog AND first_deferred IS NULL THEN
-                first_deferred := greatest(v_a, v_backlog);
-            END IF;
+            first_deferred := coalesce(first_deferred, CASE WHEN v_b >= v_backlog THEN greatest(v_a, v_backlog) END);
             CONTINUE;
         END IF;
         subtransactions := subtransactions + 1;
@@ -152,23 +136,16 @@ BEGIN
                        p_run.run_id,
                        p_run.as_of
                   FROM closed AS x
-                 -- r.n numbers a call's recipients: 1 = the caller (a CallMissed goes to the caller only),
-                 -- 2 = the callee. It selects who gets a row and orders the rows: realtime-dispatch
-                 -- delivers in id order, so the ids follow due order, the caller's row before the callee's.
                  CROSS JOIN LATERAL (VALUES (1, x.caller_user_id), (2, x.callee_user_id)) AS r (n, user_id)
-                 -- Recipients are a set: a call whose caller is its callee gets one CallEnded row, not a
-                 -- second one the outbox's unique index would refuse (making the call poison forever).
                  WHERE r.n = 1 OR (v_both AND x.callee_user_id <> x.caller_user_id)
                  ORDER BY x.due_at, x.call_id, r.n
             )
             SELECT count(*)::integer,
-                   -- The lags feed a histogram (any order); the log lists the calls in due order.
                    coalesce(array_agg(extract(epoch FROM p_run.as_of - x.due_at)::double precision), '{}'),
                    string_agg(x.call_id || '/' || x.caller_user_id || '/' || x.callee_user_id, ',' ORDER BY x.due_at, x.call_id)
               INTO v_count, v_lags, v_part
               FROM closed AS x;
             ELSE
-                -- Another pair: the same statement, planned per call.
                 EXECUTE messenger._reap_pair_sql('messenger._reap_close', 'close', p_run.calls, p_run.outbox,
                                                  'v_to', 'v_end_reason', 'p_run.as_of', 'v_ids', 'v_started', 'v_due',
                                                  'v_from', 'v_kind', 'v_target_kind', 'p_run.run_id', 'v_both')
@@ -178,22 +155,14 @@ BEGIN
             END IF;
             reaped := reaped + v_count;
             lag_seconds := lag_seconds || v_lags;
-            IF v_part IS NOT NULL THEN
-                v_parts := v_parts || v_part;
-            END IF;
+            v_parts := v_parts || v_part;   -- NULL when it closed none; array_to_string skips it
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
             IF messenger.call_reaper_error_class(v_state) = 'transient' THEN
                 RAISE;
             END IF;
             IF v_a < v_b THEN
-                v_mid := (v_a + v_b) / 2;
-                v_top := v_top + 1;
-                v_stack_lo[v_top] := v_mid + 1;
-                v_stack_hi[v_top] := v_b;
-                v_top := v_top + 1;
-                v_stack_lo[v_top] := v_a;
-                v_stack_hi[v_top] := v_mid;
+                v_stack := v_stack || int4range((v_a + v_b) / 2 + 1, v_b + 1) || int4range(v_a, (v_a + v_b) / 2 + 1);
             ELSE
                 poisoned := poisoned + 1;
                 IF v_a NOT BETWEEN p_n_fresh + 1 AND v_backlog - 1 THEN
@@ -205,7 +174,6 @@ BEGIN
         END;
     END LOOP;
     calls := array_to_string(v_parts, ',');
-
     IF reaped = 0 AND deferred = 0 AND cardinality(v_leaf_states) >= 2
        AND cardinality(v_leaf_states) = v_n - p_n_retry
        AND v_leaf_states <@ ARRAY[v_leaf_states[1]]
