@@ -17,12 +17,13 @@ BEGIN;
 --   p_budget    most subtransactions a pair may open (each pair is a transaction of its own)
 -- Shard moves: before its cycle a pair takes the lock a write through Citus takes on the shard's
 -- placement metadata, which a move (citus_move_shard_placement, either transfer mode) needs
--- exclusively to copy or cut over, then checks that its placement is still on this node. A move
+-- exclusively to copy or cut over, then checks that its placement is still on this node
+-- (messenger._reap_local_pin). A move
 -- under way or done is passed over (counted in "moved"): no closure or outbox row is ever written
 -- to a placement that is being copied or has been left, so a push the dispatcher read is never
 -- lost with an old placement and sent again (docs/citus.md).
 -- The quarantine rows this node keeps of calls it no longer holds (a shard moved away, a call
--- the product deleted) are dropped once their backoff expired (event=quarantine_dropped).
+-- the product deleted) are dropped once their backoff expired (messenger._reap_local_gone).
 -- Each pair keeps its own claim floor in this node's messenger.call_reaper_claim_floor, keyed by
 -- its calls shard; the rows of shards this node no longer holds are deleted first.
 -- Errors: 55000 on a node without Citus metadata (plain PostgreSQL), nothing read or changed.
@@ -41,7 +42,6 @@ AS $$
 DECLARE
     v_pair    record;
     v_res     record;
-    v_here    boolean;
     v_state   text;
     v_message text;
     v_missed  integer := 0;
@@ -55,14 +55,9 @@ DECLARE
     v_moved   integer := 0;
     v_errors  jsonb := '[]'::jsonb;
     v_list    jsonb;
-    v_key     uuid;
     v_probe   text;
     v_retry   boolean;
-    v_wait    text;
-    c_move_wait constant text := '200ms';
-    c_gone_batch constant integer := 1000;
-    v_gone_terms text;
-    v_gone    bigint;
+    v_pin     text;
 BEGIN
     IF pg_catalog.to_regclass('pg_catalog.pg_dist_local_group') IS NULL THEN
         RAISE EXCEPTION 'messenger._reap_local_pairs runs on a Citus worker: this node has no Citus metadata'
@@ -109,40 +104,11 @@ BEGIN
     FOR v_pair IN SELECT (e ->> 'calls_shard')::bigint AS calls_shard, (e ->> 'outbox_shard')::bigint AS outbox_shard,
                          e ->> 'calls' AS calls, e ->> 'outbox' AS outbox
                     FROM pg_catalog.jsonb_array_elements(v_list) AS e LOOP
-        -- The move guard. The pair's statements write the shards themselves, which Citus does
-        -- not see; a write through the distributed table takes a share lock on its shard's
-        -- placement metadata until commit, and a shard move or copy takes that lock exclusively
-        -- while it copies (block_writes) or cuts over (logical). So the pair first makes one
-        -- routed write that changes nothing (a call of this shard, a condition no row meets):
-        -- from then to its commit no move can take the pair's placement away. A move under way
-        -- makes the pair wait at most c_move_wait, then it is passed over (counted in "moved")
-        -- and its calls stay due for the next cycle, wherever they are then. The call it writes
-        -- is the due call the probe found (or, for a retry, any call of the shard). A pair with
-        -- neither is passed over without a cycle: an idle pair costs one probe per phase, not
-        -- _reap_pair's checks and claims.
-        BEGIN
-            EXECUTE pg_catalog.format(v_probe, v_pair.calls::regclass) INTO v_key;
-            IF v_key IS NULL AND v_retry THEN
-                EXECUTE pg_catalog.format('SELECT c.call_id FROM %s AS c LIMIT 1', v_pair.calls::regclass) INTO v_key;
-            END IF;
-            IF v_key IS NULL THEN
-                CONTINUE;
-            END IF;
-            v_wait := pg_catalog.current_setting('lock_timeout');
-            PERFORM pg_catalog.set_config('lock_timeout', c_move_wait, true);
-            EXECUTE 'UPDATE messenger.call_sessions AS c SET updated_at = c.updated_at WHERE c.call_id = $1 AND c.status IS NULL'
-                USING v_key;
-            PERFORM pg_catalog.set_config('lock_timeout', v_wait, true);
-        EXCEPTION WHEN lock_not_available THEN
-            v_moved := v_moved + 1;
-            CONTINUE;
-        END;
-        EXECUTE $q$
-            SELECT count(*) = 2 FROM pg_catalog.pg_dist_placement AS p
-             WHERE p.shardid IN ($1, $2)
-               AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group AS g)$q$
-           INTO v_here USING v_pair.calls_shard, v_pair.outbox_shard;
-        IF NOT v_here THEN
+        -- The move guard, and a pair with nothing to do passed over (messenger._reap_local_pin).
+        v_pin := messenger._reap_local_pin(v_pair.calls::regclass, v_pair.calls_shard, v_pair.outbox_shard,
+                                           v_probe, v_retry);
+        CONTINUE WHEN v_pin = 'idle';
+        IF v_pin = 'moved' THEN
             v_moved := v_moved + 1;
             COMMIT;
             CONTINUE;
@@ -166,41 +132,9 @@ BEGIN
         -- Outside the block: a block with an exception handler may not commit.
         COMMIT;
     END LOOP;
-    -- A quarantine row is only ever retried by the pair holding its call. Past its backoff, the
-    -- row of a call in no shard of this node (moved away) or gone from its shard here (deleted
-    -- by the product) goes, as the default pair's retry lane drops it on one server; at most
-    -- c_gone_batch a cycle, each call's shard found once (get_shard_id_for_distribution_column),
-    -- then at most one probe by key.
+    -- The expired quarantine rows of calls this node no longer holds (messenger._reap_local_gone).
     IF v_retry THEN
-        SELECT pg_catalog.string_agg(pg_catalog.format(
-                   ' OR (x.shard = %s AND NOT EXISTS (SELECT FROM %s AS c WHERE c.call_id = x.call_id))',
-                   (e ->> 'calls_shard')::bigint, (e ->> 'calls')::regclass), '')
-          INTO v_gone_terms
-          FROM pg_catalog.jsonb_array_elements(v_list) AS e;
-        BEGIN
-            EXECUTE pg_catalog.format($q$
-                WITH expired AS MATERIALIZED (
-                    SELECT q.call_id,
-                           pg_catalog.get_shard_id_for_distribution_column('messenger.call_sessions', q.call_id) AS shard
-                      FROM messenger.call_reaper_quarantine AS q
-                     WHERE q.next_attempt_at <= $1
-                     ORDER BY q.next_attempt_at
-                     LIMIT $2)
-                DELETE FROM messenger.call_reaper_quarantine AS q
-                 USING expired AS x
-                 WHERE q.call_id = x.call_id
-                   AND (x.shard <> ALL ($3)%s)$q$, coalesce(v_gone_terms, ''))
-              USING p_as_of, c_gone_batch,
-                    ARRAY(SELECT (e ->> 'calls_shard')::bigint FROM pg_catalog.jsonb_array_elements(v_list) AS e);
-            GET DIAGNOSTICS v_gone = ROW_COUNT;
-            IF v_gone > 0 THEN
-                RAISE LOG 'call_reaper event=quarantine_dropped run_id=% count=% reason=call_not_on_this_node', p_run_id, v_gone;
-            END IF;
-        EXCEPTION WHEN OTHERS THEN
-            -- A shard moved off this node meanwhile (its relation dropped): the next cycle drops them.
-            GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT;
-            RAISE LOG 'call_reaper event=quarantine_drop_skipped run_id=% sqlstate=% message=%', p_run_id, v_state, pg_catalog.to_json(v_message);
-        END;
+        PERFORM messenger._reap_local_gone(p_run_id, p_as_of, v_list);
         COMMIT;
     END IF;
     PERFORM 'PRAGMA:enable:check';
