@@ -32,12 +32,20 @@ BEGIN;
 --                       (messenger.call_reaper_jobs: job, last_status, last_end, last_error), so
 --                       a job that is scheduled and active but fails every run (libpq mode
 --                       without an authentication rule) shows here; '[]' without pg_cron
+--   wake_at_deadline    the setting (2.1): the job wakes at Ringing calls' deadlines between ticks
+--   next_deadline       the earliest deadline of a Ringing call the last run left ringing
+--                       (messenger.call_reaper_next_deadline), NULL for none
+--   sleeping_to_deadline  a job CALL is in its nap with that deadline within a polling_interval
+--                       (wake_at_deadline)
+-- 2.1 added the last three: the released function (functions/call_reaper_status@v2.0.0) is
+-- dropped and created again, as a function's result columns cannot change in place.
 -- Changes nothing, takes no lock. SECURITY INVOKER: it reads cron.job and the job's CALLs in
 -- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
 -- call_reaper_lock_holder (with the deployer's, as the warden sees it); EXECUTE is revoked from
 -- PUBLIC.
 -- The job's CALLs in flight are this database's only: another product database of the
 -- cluster runs a job of the same command as the same role.
+DROP FUNCTION IF EXISTS messenger.call_reaper_status();
 CREATE FUNCTION messenger.call_reaper_status(
     OUT paused              boolean,
     OUT job_scheduled       boolean,
@@ -54,29 +62,38 @@ CREATE FUNCTION messenger.call_reaper_status(
     OUT lock_holder_is_cycle boolean,
     OUT lock_warden_can_end boolean,
     OUT jobs                jsonb,
-    OUT cron_database       name)
+    OUT cron_database       name,
+    OUT wake_at_deadline    boolean,
+    OUT next_deadline       timestamptz,
+    OUT sleeping_to_deadline boolean)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
-    SELECT s.paused, s.polling_interval,
+    SELECT s.paused, s.polling_interval, s.wake_at_deadline,
            (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
              WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
                AND a.datname = pg_catalog.current_database()
                AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
            h.pid, h.held_since, r.started_at, r.result,
+           messenger.call_reaper_next_deadline(r.as_of),
+           s.wake_at_deadline AND EXISTS (
+               SELECT FROM pg_catalog.pg_stat_activity AS a
+                WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active' AND a.wait_event = 'PgSleep'
+                  AND a.datname = pg_catalog.current_database()
+                  AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
            h.role_name, h.state, h.is_cycle, h.warden_can_end
-      INTO paused, polling_interval, job_calls_in_flight, lock_holder_pid, lock_held_since,
-           last_run_at, last_result,
+      INTO paused, polling_interval, wake_at_deadline, job_calls_in_flight, lock_holder_pid, lock_held_since,
+           last_run_at, last_result, next_deadline, sleeping_to_deadline,
            lock_holder_role, lock_holder_state, lock_holder_is_cycle, lock_warden_can_end
       FROM messenger.call_reaper_settings AS s
       LEFT JOIN LATERAL (SELECT x.pid, x.held_since, x.role_name, x.state, x.is_cycle, x.warden_can_end
                            FROM messenger.call_reaper_lock_holder() AS x
                           ORDER BY x.held_since NULLS LAST
                           LIMIT 1) AS h ON true
-      LEFT JOIN LATERAL (SELECT o.started_at, o.result FROM messenger.call_reaper_runs AS o
+      LEFT JOIN LATERAL (SELECT o.started_at, o.result, o.as_of FROM messenger.call_reaper_runs AS o
                           ORDER BY o.started_at DESC LIMIT 1) AS r ON true;
     SELECT coalesce(jsonb_agg(jsonb_build_object('job', j.jobname, 'scheduled', j.jobid IS NOT NULL,
                                                  'last_status', j.last_status, 'last_end', j.last_end,
@@ -85,6 +102,9 @@ BEGIN
       INTO jobs
       FROM messenger.call_reaper_jobs() AS j;
     SELECT r.cron_database INTO cron_database FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
+    -- Sleeping to a deadline: a job CALL in its nap with a Ringing call's deadline before its
+    -- next tick could come.
+    sleeping_to_deadline := coalesce(sleeping_to_deadline AND next_deadline < pg_catalog.now() + polling_interval, false);
     -- Dynamic: without pg_cron here (scheduler=none, or the jobs kept in another database) there
     -- is no cron.job to name.
     job_scheduled := false;
@@ -102,7 +122,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS
-$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, each pg_cron job of the reaper with how its last run ended, and the database pg_cron keeps the jobs in. Usage: SELECT * FROM messenger.call_reaper_status();$$;
+$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, each pg_cron job of the reaper with how its last run ended, the database pg_cron keeps the jobs in, and the deadline wake: whether it is on, the next Ringing call's deadline after the last run, whether the job is sleeping to it. Usage: SELECT * FROM messenger.call_reaper_status();$$;
 REVOKE ALL ON FUNCTION messenger.call_reaper_status() FROM PUBLIC;
 
 COMMIT;

@@ -12,7 +12,8 @@ BEGIN;
 --   * pg_cron 1.4 (schedule '* * * * *', no sub-minute schedules): one CALL per minute runs the
 --     ticks minute + k * polling_interval that are still ahead or due, sleeping in between.
 --     A tick already a whole interval late is dropped, not run twice in a row.
---   * pg_cron 1.5+ (native schedule 'N seconds'): one CALL runs exactly one cycle, now.
+--   * pg_cron 1.5+ (native schedule 'N seconds'): one CALL runs exactly one tick, now (and the
+--     deadline cycles until the next CALL, below).
 --     Which of the two is the job's schedule as cron/call_reaper recorded it
 --     (messenger.call_reaper_cron_jobs), not pg_cron's version here: a product database whose
 --     jobs pg_cron keeps in another database has no pg_cron of its own (it used to run the
@@ -20,6 +21,19 @@ BEGIN;
 --     extversion updated after the deploy does not change the schedule until the cron changes
 --     are deployed again. Without that record (no pg_cron job: an outside scheduler CALLs it)
 --     pg_extension decides, as before; the job role has no access to schema cron.
+--   * Between ticks, with settings.wake_at_deadline (the default; never for an as_of run), it
+--     also wakes at the next Ringing call's deadline (messenger.call_reaper_next_deadline after
+--     the last cycle's as_of, probed again at every nap, so a call committed late is seen within
+--     a nap) and runs a cycle then, its as_of at or just past the deadline: a Missed call closes within
+--     a few milliseconds of its answer window instead of up to polling_interval later. Deadline
+--     cycles are at least c_deadline_gap apart (a stream of deadlines costs at most one cycle per
+--     gap, each closing those due since the last), run while c_catch_up_reserve of the CALL's
+--     budget is left, and follow a full batch with catch-up as a tick does. The CALL then stays
+--     to its end (the minute, or one polling_interval on pg_cron 1.5+) less c_handover, so the
+--     next CALL starts on time, or until only c_catch_up_reserve of its budget is left: on pg_cron 1.5+ it holds its job slot between runs, which is the
+--     price of the precision (wake_at_deadline = false gives the slot back, docs/scheduling.md).
+--     The stale-Answered phase, the retries of quarantined calls, and calls a cycle left (row-
+--     locked, a full batch, committed late with an old started_at) keep the polling ticks.
 --   * Pause: before every tick, and after every nap while it waits, it re-reads
 --     messenger.call_reaper_settings.paused (messenger.pause_call_reaper()); paused, it returns
 --     at once, so a pause takes effect at the next tick, never after the minute.
@@ -55,22 +69,30 @@ BEGIN;
 -- (event=ticks_cut_short) and returns; the next minute's run carries on.
 --
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
--- the job role, which may EXECUTE the SECURITY DEFINER reaper and read polling_interval,
--- paused and batch_size, and its own job's recorded schedule -- nothing of pg_cron.
+-- the job role, which may EXECUTE the SECURITY DEFINER reaper and call_reaper_next_deadline,
+-- read polling_interval, paused, batch_size and wake_at_deadline, and its own job's recorded
+-- schedule -- nothing of pg_cron.
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
 DECLARE
     c_max_run  constant interval := interval '30 seconds';
     c_catch_up_reserve constant interval := interval '5 seconds';
+    c_deadline_gap constant interval := interval '20 milliseconds';
+    c_handover constant interval := interval '200 milliseconds';
     v_started  constant timestamptz := clock_timestamp();
     v_interval interval;
     v_version  integer[];
     v_once     boolean;
+    v_wake     boolean;
     v_paused   boolean;
     v_budget   interval;
     v_tick     timestamptz;
     v_end      timestamptz;
+    v_at       timestamptz;   -- what the wait is for: the tick, or a deadline before it
+    v_until    timestamptz;   -- with no tick left, how long deadlines are still waited for
+    v_next     timestamptz;
+    v_done     timestamptz := '-infinity'::timestamptz;
     v_wait     numeric;
     v_ran      boolean := false;
     v_batch    integer;
@@ -79,7 +101,8 @@ DECLARE
     v_closed   bigint;
     v_tick_run timestamptz;
 BEGIN
-    SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
+    SELECT s.polling_interval, s.batch_size, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL
+      INTO STRICT v_interval, v_batch, v_wake
       FROM messenger.call_reaper_settings AS s;
     IF run_call_reaper_ticks.as_of IS NULL THEN
         SELECT r.schedule ~ 'second' INTO v_once FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
@@ -104,7 +127,7 @@ BEGIN
                                        / extract(epoch FROM v_interval));
     END IF;
 
-    WHILE v_tick < v_end LOOP
+    LOOP
         LOOP
             SELECT s.paused INTO v_paused FROM messenger.call_reaper_settings AS s;
             IF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
@@ -112,13 +135,27 @@ BEGIN
                 RETURN;
             END IF;
             COMMIT;
-            v_wait := extract(epoch FROM v_tick - clock_timestamp());
-            EXIT WHEN v_wait <= 0;
+            v_at := CASE WHEN v_tick < v_end THEN v_tick END;
+            v_until := NULL;
+            IF v_wake AND v_cycle.as_of IS NOT NULL THEN
+                -- Deadlines are waited for while the next CALL is not due and a cycle has its
+                -- reserve of the CALL's budget; waiting past it would be cancelled.
+                v_until := least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve);
+                v_next := messenger.call_reaper_next_deadline(v_cycle.as_of);
+                IF v_next < v_until THEN
+                    v_at := least(v_at, greatest(v_next, v_done + c_deadline_gap));
+                END IF;
+            END IF;
+            v_wait := extract(epoch FROM coalesce(v_at, v_until) - clock_timestamp());
+            IF v_wait IS NULL OR v_wait <= 0 THEN
+                EXIT WHEN v_at IS NOT NULL;
+                RETURN;
+            END IF;
             PERFORM pg_catalog.pg_sleep(least(v_wait, 0.1));
         END LOOP;
 
         -- The first tick always runs: the CALL's own budget is then exactly that cycle's.
-        IF v_ran AND v_budget IS NOT NULL AND clock_timestamp() + c_max_run > v_started + v_budget THEN
+        IF v_at = v_tick AND v_ran AND v_budget IS NOT NULL AND clock_timestamp() + c_max_run > v_started + v_budget THEN
             RAISE WARNING 'call_reaper event=ticks_cut_short tick=% statement_timeout=% hint=%', v_tick, v_budget,
                 'on pg_cron 1.4 messenger_call_reaper needs statement_timeout >= 90s in this database';
             RETURN;
@@ -138,22 +175,25 @@ BEGIN
                    OR clock_timestamp() >= v_tick_run + c_max_run
                    OR (v_budget IS NOT NULL AND clock_timestamp() + c_catch_up_reserve > v_started + v_budget);
         END LOOP;
+        v_done := clock_timestamp();
         IF v_cycles > 1 THEN
             RAISE LOG 'call_reaper event=caught_up tick=% cycles=% closed=% last_result=% seconds=%',
-                to_json(v_tick) #>> '{}', v_cycles, v_closed, v_cycle.result,
-                round(extract(epoch FROM clock_timestamp() - v_tick_run)::numeric, 3);
+                to_json(v_at) #>> '{}', v_cycles, v_closed, v_cycle.result,
+                round(extract(epoch FROM v_done - v_tick_run)::numeric, 3);
         END IF;
 
-        v_tick := v_tick + v_interval;
-        WHILE v_tick + v_interval <= clock_timestamp() AND v_tick < v_end LOOP
+        IF v_at = v_tick THEN
             v_tick := v_tick + v_interval;
-        END LOOP;
+            WHILE v_tick + v_interval <= clock_timestamp() AND v_tick < v_end LOOP
+                v_tick := v_tick + v_interval;
+            END LOOP;
+        END IF;
     END LOOP;
 END
 $$;
 
 COMMENT ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) IS
-$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (a minute schedule, pg_cron 1.4: the ticks of the current minute; a schedule in seconds, 1.5+: one cycle). A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
+$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (a minute schedule, pg_cron 1.4: the ticks of the current minute; a schedule in seconds, 1.5+: one cycle). Between ticks, with wake_at_deadline, also a cycle at each Ringing call's deadline (messenger.call_reaper_next_deadline), until the next CALL is due. A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
 
 REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
@@ -163,8 +203,8 @@ ALTER PROCEDURE messenger.run_call_reaper_ticks(timestamptz) OWNER TO messenger_
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 GRANT EXECUTE ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) TO messenger_call_reaper;
 -- The procedure runs as the job role and needs the interval it ticks at, the pause flag and the
--- batch size that tells a full batch (catch-up), nothing else of the row.
-GRANT SELECT (polling_interval, paused, batch_size) ON messenger.call_reaper_settings TO messenger_call_reaper;
+-- batch size that tells a full batch (catch-up), and whether to wake at deadlines, nothing else of the row.
+GRANT SELECT (polling_interval, paused, batch_size, wake_at_deadline) ON messenger.call_reaper_settings TO messenger_call_reaper;
 -- Which schedule its job runs on (the one-cycle or the minute path), nothing else of the record;
 -- the operator too, who may CALL it without as_of.
 GRANT SELECT (kind, schedule) ON messenger.call_reaper_cron_jobs TO messenger_call_reaper, messenger_call_reaper_operator;

@@ -12,7 +12,7 @@ UPDATE messenger.call_reaper_counters
        skip_locked = 107, errors = 108,
        cycle_duration_buckets = '{1,2,3,4,5,6,7,8,9,10,11,12}', cycle_duration_count = 13,
        cycle_duration_sum = 14.5,
-       reap_lag_buckets = '{21,22,23,24,25,26,27,28,29,30,31,32}', reap_lag_count = 33,
+       reap_lag_buckets = '{21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38}', reap_lag_count = 33,
        reap_lag_sum = 34.5,
        last_run_at = '2001-02-03 04:05:06+00', last_success_at = '2001-02-03 04:05:00+00';
 
@@ -24,7 +24,7 @@ SELECT results_eq($$
 $$, $$
     VALUES (101::bigint, 102::bigint, 104::bigint, 105::bigint, 106::bigint, 107::bigint,
             108::bigint, '{1,2,3,4,5,6,7,8,9,10,11,12}'::bigint[], 13::bigint, 14.5::float8,
-            '{21,22,23,24,25,26,27,28,29,30,31,32}'::bigint[], 33::bigint, 34.5::float8,
+            '{21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38}'::bigint[], 33::bigint, 34.5::float8,
             '2001-02-03 04:05:06+00'::timestamptz, '2001-02-03 04:05:00+00'::timestamptz)
 $$, 'every counter, histogram and timestamp is published from its own column');
 

@@ -1,8 +1,9 @@
 -- messenger.call_reaper_status() in one session, on every version: the lock holder and since
--- when, the last run and its result. Columns are read by name (the function may gain some).
+-- when, the last run and its result, the deadline wake. Columns are read by name (the function
+-- may gain some).
 -- A job CALL in flight, held by another session, is in tests/python/test_dba_tools.py.
 BEGIN;
-SELECT plan(5);
+SELECT plan(7);
 
 SELECT is((SELECT ROW(s.lock_holder_pid, s.lock_held_since) FROM messenger.call_reaper_status() AS s)::text,
           ROW(NULL::integer, NULL::timestamptz)::text,
@@ -15,6 +16,18 @@ SELECT is((SELECT ROW(s.last_run_at, s.last_result) FROM messenger.call_reaper_s
           'the last run is the cycle just run, with its start and result');
 SELECT is((SELECT last_result FROM messenger.call_reaper_status()), 'completed',
           'its result is completed');
+
+-- The deadline wake: a Ringing call the last run (as_of 2100-01-01 00:00) left ringing is the
+-- next deadline; no job CALL sleeps in this session's database transaction.
+INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status, started_at, updated_at)
+VALUES (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing',
+        '2100-01-01 00:00:10+00', '2100-01-01 00:00:10+00');
+SELECT is((SELECT ROW(s.wake_at_deadline, s.next_deadline) FROM messenger.call_reaper_status() AS s)::text,
+          ROW(true, '2100-01-01 00:00:10+00'::timestamptz
+                    + (SELECT ring_timeout FROM messenger.call_reaper_settings))::text,
+          'the wake is on, and the next deadline is that of the call the last run left ringing');
+SELECT is((SELECT sleeping_to_deadline FROM messenger.call_reaper_status()), false,
+          'no job CALL is sleeping to it (none runs here in this transaction''s view)');
 
 -- This transaction takes the lock a cycle takes: status names this backend, since it began.
 SELECT pg_advisory_xact_lock(messenger.call_reaper_lock_key());

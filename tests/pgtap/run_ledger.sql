@@ -39,7 +39,7 @@ SELECT is((SELECT k.reap_lag_count - b.reap_lag_count FROM messenger.call_reaper
 -- stale one at 02:00:02 (3598 s late): only the last bound (3600 s) holds one of them.
 SELECT is((SELECT ARRAY(SELECT n - o FROM unnest(k.reap_lag_buckets, b.reap_lag_buckets) AS u (n, o))
              FROM messenger.call_reaper_counters k, counters_before b),
-          ARRAY[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]::bigint[],
+          ARRAY[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]::bigint[],
           'each closed call lands in the cumulative reap-lag buckets its lateness reaches');
 SELECT is((SELECT k.reap_lag_sum - b.reap_lag_sum FROM messenger.call_reaper_counters k, counters_before b),
           (10755 + 10754 + 3598)::double precision,

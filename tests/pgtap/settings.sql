@@ -4,9 +4,9 @@ BEGIN;
 SELECT plan(11);
 
 SELECT results_eq(
-    'SELECT batch_size, ring_timeout, stale_timeout, polling_interval, lock_ttl FROM messenger.call_reaper_settings',
-    $$VALUES (200, '45 seconds'::interval, '2 hours'::interval, '15 seconds'::interval, '1 minute'::interval)$$,
-    'the defaults are those of CallTimeoutReaperOptions');
+    'SELECT batch_size, ring_timeout, stale_timeout, polling_interval, lock_ttl, wake_at_deadline FROM messenger.call_reaper_settings',
+    $$VALUES (200, '45 seconds'::interval, '2 hours'::interval, '15 seconds'::interval, '1 minute'::interval, true)$$,
+    'the defaults are those of CallTimeoutReaperOptions, and the job wakes at deadlines between ticks');
 SELECT throws_ok('UPDATE messenger.call_reaper_settings SET batch_size = 0', '22023', NULL,
     'a batch_size of 0 cannot be stored');
 SELECT throws_ok($$UPDATE messenger.call_reaper_settings SET ring_timeout = '-1 second'$$, '22023', NULL,

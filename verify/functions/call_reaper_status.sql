@@ -14,7 +14,8 @@ BEGIN
         RAISE EXCEPTION 'call_reaper_status must answer paused and job_scheduled';
     END IF;
     PERFORM lock_holder_pid, lock_held_since, lock_holder_role, lock_holder_state,
-            lock_holder_is_cycle, lock_warden_can_end, cron_database
+            lock_holder_is_cycle, lock_warden_can_end, cron_database,
+            wake_at_deadline, next_deadline, sleeping_to_deadline
        FROM messenger.call_reaper_status();
 END
 $$;

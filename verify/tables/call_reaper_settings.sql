@@ -2,15 +2,9 @@
 
 BEGIN;
 
-DO $$
-BEGIN
-    IF (SELECT count(*) FROM messenger.call_reaper_settings) <> 1 THEN
-        RAISE EXCEPTION 'messenger.call_reaper_settings must hold exactly one row';
-    END IF;
-    IF NOT pg_catalog.has_table_privilege('messenger_call_reaper_owner', 'messenger.call_reaper_settings', 'SELECT') THEN
-        RAISE EXCEPTION 'messenger_call_reaper_owner must read messenger.call_reaper_settings';
-    END IF;
-END
-$$;
+SELECT singleton, batch_size, ring_timeout, stale_timeout, polling_interval, lock_ttl, poison_backoff,
+       poison_backoff_max, retention, paused, allow_future_as_of, wake_at_deadline
+  FROM messenger.call_reaper_settings
+ WHERE false;
 
 ROLLBACK;

@@ -1,0 +1,7 @@
+-- Revert call_timeout_reaper:tables/call_reaper_settings from pg
+
+BEGIN;
+
+DROP TABLE IF EXISTS messenger.call_reaper_settings;
+
+COMMIT;

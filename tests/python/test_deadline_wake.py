@@ -1,0 +1,139 @@
+"""Between its polling ticks the scheduled job wakes at the next Ringing call's deadline
+(settings.wake_at_deadline, on by default): a Missed call is closed by a cycle whose as_of is at or
+just past its deadline, not by the next tick, up to polling_interval later.
+
+The procedure is CALLed here as pg_cron would, as the job role, in real time (it sleeps), in a
+database without pg_cron: once with the job recorded on a schedule in seconds (pg_cron 1.5+: one
+tick per CALL, then the deadlines until the next CALL), once on the minute loop (pg_cron 1.4).
+What is asserted are events and their order (the closing cycle came after the tick, at or past
+the deadline, before the next tick), never a stopwatch time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from adoption_support import deployed_without_cron
+from reaper_facts import JOB_ROLE
+
+DB = "deadline_wake"
+RING = dt.timedelta(seconds=45)
+
+
+@pytest.fixture(scope="module")
+def product(dsn: str) -> Iterator[psycopg.Connection]:
+    with deployed_without_cron(dsn, DB) as conn:
+        yield conn
+
+
+@pytest.fixture
+def db(product: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    product.execute("DELETE FROM messenger.realtime_outbox")
+    product.execute("DELETE FROM messenger.call_sessions")
+    product.execute("DELETE FROM messenger.call_reaper_cron_jobs")
+    product.execute("UPDATE messenger.call_reaper_settings SET paused = false, wake_at_deadline = DEFAULT,"
+                    " ring_timeout = %s", (RING,))
+    yield product
+    product.execute("RESET ROLE")
+
+
+def ringing(conn: psycopg.Connection, deadline_in: float) -> tuple[str, dt.datetime]:
+    """A Ringing call whose answer window closes deadline_in seconds from now: (call_id, deadline)."""
+    call_id, started = conn.execute(
+        "INSERT INTO messenger.call_sessions (call_id, caller_user_id, callee_user_id, media_type, status,"
+        " started_at, updated_at)"
+        " SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'Audio', 'Ringing', t, t"
+        " FROM (SELECT clock_timestamp() - %s + %s * interval '1 second' AS t) AS x"
+        " RETURNING call_id, started_at", (RING, deadline_in)).fetchone()
+    return str(call_id), started + RING
+
+
+def ticks_as_job(conn: psycopg.Connection, statement_timeout: str | None = None) -> dt.datetime:
+    """CALL run_call_reaper_ticks() as the job role; when it started."""
+    since = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    conn.execute(f"SET ROLE {JOB_ROLE}")
+    if statement_timeout:
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (statement_timeout,))
+    conn.execute("CALL messenger.run_call_reaper_ticks()")
+    conn.execute("RESET statement_timeout")
+    conn.execute("RESET ROLE")
+    return since
+
+
+def runs_since(conn: psycopg.Connection, since: dt.datetime) -> list[tuple[dt.datetime, int]]:
+    return conn.execute("SELECT as_of, missed_count FROM messenger.call_reaper_runs"
+                        " WHERE started_at >= %s ORDER BY started_at", (since,)).fetchall()
+
+
+def closed_at(conn: psycopg.Connection, call_id: str) -> tuple[str, dt.datetime | None]:
+    return conn.execute("SELECT status, ended_at FROM messenger.call_sessions WHERE call_id = %s",
+                        (call_id,)).fetchone()
+
+
+def record_seconds_schedule(conn: psycopg.Connection, seconds: int) -> None:
+    """The job recorded as cron/call_reaper records a pg_cron 1.5+ job: one tick per CALL."""
+    conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = %s",
+                 (dt.timedelta(seconds=seconds),))
+    conn.execute(
+        "INSERT INTO messenger.call_reaper_cron_jobs (kind, jobname, cron_database, schedule, cron_version)"
+        " VALUES ('reaper', 'messenger-call-timeout-reaper', 'postgres', %s, '1.6.7')", (f"{seconds} seconds",))
+
+
+def test_on_a_schedule_in_seconds_a_call_is_closed_at_its_deadline_not_at_the_next_tick(db):
+    record_seconds_schedule(db, 5)
+    call_id, deadline = ringing(db, 1.5)
+    since = ticks_as_job(db)
+    runs = runs_since(db, since)
+    status, ended = closed_at(db, call_id)
+    next_tick = since + dt.timedelta(seconds=5)
+    # The tick at the start closed nothing; the cycle that woke at the deadline closed the call.
+    assert len(runs) == 2 and runs[0][1] == 0 and runs[1][1] == 1, runs
+    assert status == "Missed" and ended == runs[1][0]
+    assert deadline <= ended < next_tick, (deadline, ended, next_tick)
+    # The CALL stayed for deadlines until the next one is due, not past it.
+    assert db.execute("SELECT clock_timestamp()").fetchone()[0] < next_tick + dt.timedelta(seconds=1)
+
+
+def test_with_wake_at_deadline_off_the_call_waits_for_the_next_tick(db):
+    record_seconds_schedule(db, 5)
+    db.execute("UPDATE messenger.call_reaper_settings SET wake_at_deadline = false")
+    call_id, deadline = ringing(db, 1.5)
+    since = ticks_as_job(db)
+    # One tick, then the CALL returns (its job slot back at once): the call still rings.
+    assert [r[1] for r in runs_since(db, since)] == [0]
+    assert db.execute("SELECT clock_timestamp()").fetchone()[0] < deadline
+    assert closed_at(db, call_id) == ("Ringing", None)
+
+
+def test_on_the_minute_loop_a_call_is_closed_at_its_deadline_between_ticks(db):
+    # One tick a minute (at :00, run at once by this CALL as the minute's first), deadlines between.
+    db.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '60 seconds'")
+    while db.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
+        time.sleep(0.5)
+    call_id, deadline = ringing(db, 1.5)
+    # A budget of 10 s: the CALL waits for deadlines while 5 s of it are left, then returns
+    # instead of being cancelled.
+    since = ticks_as_job(db, statement_timeout="10s")
+    runs = runs_since(db, since)
+    status, ended = closed_at(db, call_id)
+    assert len(runs) == 2 and runs[1][1] == 1, runs
+    assert status == "Missed" and ended == runs[1][0] and deadline <= ended, (deadline, ended)
+    assert db.execute("SELECT clock_timestamp()").fetchone()[0] < since + dt.timedelta(seconds=10)
+
+
+def test_a_call_committed_late_with_an_old_started_at_is_left_to_the_next_tick(db, make_conn):
+    # Its deadline had passed when the tick's cycle ran (no deadline wakes the job for it): the
+    # next tick closes it, as the polling cadence always did.
+    record_seconds_schedule(db, 5)
+    late = make_conn(dbname=DB)
+    with late.transaction():
+        late_id, _ = ringing(late, -10.0)
+        call_id, _ = ringing(db, 1.5)
+        ticks_as_job(db)
+    assert closed_at(db, call_id)[0] == "Missed"
+    assert closed_at(db, late_id) == ("Ringing", None)
+    ticks_as_job(db)
+    assert closed_at(db, late_id)[0] == "Missed"
