@@ -321,6 +321,28 @@ def test_a_server_that_never_answers_costs_one_connect_timeout_then_a_retry(job_
     assert password not in loop.output
 
 
+def test_between_ticks_a_call_is_closed_by_a_cycle_at_its_deadline(product, job_env, start_loop):
+    # One tick a minute: the loop's first cycle at its start, the next at the minute's end. A
+    # call whose answer window closes 1.5 s after the start is closed by a cycle at its deadline
+    # (wake_at_deadline, the default), not at the next tick.
+    set_interval(product, 60)
+    while product.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
+        time.sleep(0.5)
+    insert_due(product, due_in_s=1.5)
+    deadline, next_tick = product.execute(
+        "SELECT c.started_at + s.ring_timeout, date_trunc('minute', clock_timestamp()) + interval '1 minute'"
+        " FROM messenger.call_sessions AS c, messenger.call_reaper_settings AS s WHERE c.status = 'Ringing'").fetchone()
+    loop = start_loop(env=job_env)
+    connected, _ = loop.wait_for(r"^event=connected ")
+    tick, _ = loop.wait_for(r"^event=cycle result=completed .* missed=0 .* trigger=tick$", after=connected)
+    loop.wait_for(r"^event=cycle result=completed .* missed=1 .* trigger=deadline$", after=tick, timeout=15)
+    ended = product.execute("SELECT ended_at FROM messenger.call_sessions WHERE status = 'Missed'"
+                            " ORDER BY ended_at DESC LIMIT 1").fetchone()[0]
+    assert deadline <= ended < next_tick, (deadline, ended, next_tick)
+    assert loop.terminate(timeout=5) == 0
+    set_interval(product, INTERVAL_S)
+
+
 def test_a_backend_terminated_mid_sleep_is_replaced_at_the_next_tick(product, job_env, start_loop):
     set_interval(product, INTERVAL_S)
     loop = start_loop(env=job_env)
