@@ -29,6 +29,9 @@ Parts (PARTS), each in its own module:
                                interval with autovacuum on
   equal-keys   equalkeys.py    a drain of Ringing calls that share one started_at against the same
                                calls 1 ms apart, in interleaved rounds
+  precision    precision.py    the real pg_cron job with pgbench ringing calls at a fixed rate, with
+                               and without the deadline wake: each Missed call's lag past its
+                               deadline, exactly once, slot-seconds, the reaper's time per call
 seed.py seeds and resets the data, report.py prints the tables and the goals, profiling.py the
 PROFILE=1 output.
 """
@@ -47,6 +50,7 @@ import equalkeys
 import idle
 import idlewal
 import phases
+import precision
 import product
 import productwrites
 import psycopg
@@ -54,7 +58,8 @@ import report
 import seed
 from common import Run
 
-PARTS = ("idle", "idle-wal", "drain", "equal-keys", "cycle-cost", "product", "product-writes", "after-drain")
+PARTS = ("idle", "idle-wal", "drain", "equal-keys", "cycle-cost", "product", "product-writes", "after-drain",
+         "precision")
 
 
 def run_all(run: Run) -> dict:
@@ -88,6 +93,8 @@ def run_all(run: Run) -> dict:
             results["product_writes"] = productwrites.run_product_writes(run)
         if "after-drain" in parts:
             results["after_drain"] = afterdrain.run_after_drain(run)
+        if "precision" in parts:
+            results["precision"] = precision.run_precision(run)
     return results
 
 
@@ -181,6 +188,8 @@ def main() -> None:
                    help="print pg_stat_statements for the first reaper drain (PROFILE=1)")
     p.add_argument("--markdown", default=env("BENCH_MARKDOWN"), help="also write the tables to this file")
     args = p.parse_args()
+    for name, value in precision.env_defaults().items():
+        setattr(args, name, value)   # PRECISION_* (bench/precision.py's header)
     if args.idle_history is None:
         args.idle_history = int_list(env("IDLE_HISTORY", "")) or [max(args.history // 10, 1), args.history]
     if args.peer_rounds is None:

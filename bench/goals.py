@@ -36,6 +36,13 @@ GOALS = (
          " CYCLE_BATCHES (two passes of opposite order); the reaper's intercept minus the bound's"),
     Goal("cycle_per_call", "a busy cycle's cost per closed call, reaper / batched bound", "<=", 1.1, "x",
          "the same fit; the reaper's slope / the bound's"),
+    Goal("precision_p99", "reap lag p99 of Missed calls, pg_cron job with the deadline wake", "<=", 50, "ms",
+         "precision.py: ended_at - (started_at + ring_timeout) of every Missed call due in PRECISION_SECONDS of"
+         " pgbench at PRECISION_RATE calls/s under the real pg_cron job"),
+    Goal("precision_max", "reap lag max of Missed calls, pg_cron job with the deadline wake", "<=", 1000, "ms",
+         "the same calls"),
+    Goal("precision_twice", "Missed calls pushed more than once, with and without the wake", "<=", 0, "calls",
+         "CallMissed outbox rows grouped by call"),
     Goal("idle_active", "idle cycle time, fewest -> most live calls", "<=", 1.5, "x",
          "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
     Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",

@@ -17,6 +17,7 @@ import equalkeys
 import goals
 import idle
 import idlewal
+import precision
 import product
 import productwrites
 import psycopg
@@ -166,6 +167,12 @@ def equal_keys_table(runs: list[dict], args) -> list[str]:
                    f" {args.batches[0]}, by started_at"), "seconds", "cycles"], equalkeys.table_rows(runs))
 
 
+def precision_table(runs: list[dict], args) -> list[str]:
+    return _table(["deadline wake", "seconds", "Missed calls", "lag p50 ms", "p99 ms", "max ms", "pushed twice",
+                   "still ringing", "cycles", "reaper ms per closed call", "job slot-s per minute", "WAL KiB per minute"],
+                  precision.table_rows(runs))
+
+
 def report(results: dict, run, total_s: float) -> str:
     args = run.args
     lines: list[str] = []
@@ -178,7 +185,8 @@ def report(results: dict, run, total_s: float) -> str:
              ("idle_wal", idle_wal, idlewal.measured),
              ("product", lambda r: product_table(r, args), product.measured),
              ("product_writes", lambda r: product_writes_table(r, args), productwrites.measured),
-             ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured))
+             ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured),
+             ("precision", lambda r: precision_table(r, args), precision.measured))
     for key, table, measure in parts:
         if results.get(key):
             lines += table(results[key])
