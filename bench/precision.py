@@ -64,6 +64,13 @@ def one_mode(run: Run, wake: bool, seconds: float) -> dict:
                   " AND started_at < now() + interval '1 day'")
     admin.execute("UPDATE messenger.call_reaper_settings SET wake_at_deadline = %s, ring_timeout = %s,"
                   " paused = false", (wake, dt.timedelta(seconds=a.precision_ring_s)))
+    # A CALL of the job running (on pg_cron 1.4 the next starts at the minute): it reads the
+    # setting at each nap, so it runs the mode from here on.
+    deadline = time.monotonic() + 75
+    while time.monotonic() < deadline and not admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = 'CALL messenger.run_call_reaper_ticks()'"
+            " AND state = 'active'").fetchone()[0]:
+        time.sleep(0.2)
     with tempfile.TemporaryDirectory() as d:
         ring = pathlib.Path(d, "ring.sql")
         answer = pathlib.Path(d, "answer.sql")
@@ -76,6 +83,8 @@ def one_mode(run: Run, wake: bool, seconds: float) -> dict:
         sampler.start()
         bench = _pgbench(run, seconds, [str(ring), str(answer)])
         out, _ = bench.communicate()
+        if bench.returncode:
+            log(f"precision: pgbench failed ({bench.returncode}):\n{out}")
         # The last calls' deadlines, and a polling interval for the ticks to close them.
         time.sleep(a.precision_ring_s + 16)
         stop.set()
@@ -151,5 +160,5 @@ def env_defaults() -> dict:
     return {"precision_seconds": float(env("PRECISION_SECONDS", "300")),
             "precision_off_seconds": float(env("PRECISION_OFF_SECONDS", "120")),
             "precision_rate": float(env("PRECISION_RATE", "50")),
-            "precision_ring_s": float(env("PRECISION_RING_S", "10")),
+            "precision_ring_s": float(env("PRECISION_RING_S", "3")),
             "precision_answer_early_ms": float(env("PRECISION_ANSWER_EARLY_MS", "20"))}

@@ -35,8 +35,9 @@ BEGIN;
 --     The stale-Answered phase, the retries of quarantined calls, and calls a cycle left (row-
 --     locked, a full batch, committed late with an old started_at) keep the polling ticks.
 --   * Pause: before every tick, and after every nap while it waits, it re-reads
---     messenger.call_reaper_settings.paused (messenger.pause_call_reaper()); paused, it returns
---     at once, so a pause takes effect at the next tick, never after the minute.
+--     messenger.call_reaper_settings.paused (messenger.pause_call_reaper()) and wake_at_deadline;
+--     paused, it returns at once, so a pause takes effect at the next tick, never after the
+--     minute, and the wake is turned on or off within a nap.
 --   * It waits in naps of at most 0.1 s, each its own transaction: a sleeping statement holds
 --     a snapshot, and a snapshot a second old keeps every row closed in that second from being
 --     pruned or marked dead in the indexes (a drain then walked 82 instead of 30 buffers per
@@ -101,8 +102,7 @@ DECLARE
     v_closed   bigint;
     v_tick_run timestamptz;
 BEGIN
-    SELECT s.polling_interval, s.batch_size, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL
-      INTO STRICT v_interval, v_batch, v_wake
+    SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
       FROM messenger.call_reaper_settings AS s;
     IF run_call_reaper_ticks.as_of IS NULL THEN
         SELECT r.schedule ~ 'second' INTO v_once FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
@@ -129,7 +129,8 @@ BEGIN
 
     LOOP
         LOOP
-            SELECT s.paused INTO v_paused FROM messenger.call_reaper_settings AS s;
+            SELECT s.paused, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL INTO v_paused, v_wake
+              FROM messenger.call_reaper_settings AS s;
             IF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
                 RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
                 RETURN;
