@@ -29,8 +29,11 @@ BEGIN;
 --     cycles are at least c_deadline_gap apart (a stream of deadlines costs at most one cycle per
 --     gap, each closing those due since the last), run while c_catch_up_reserve of the CALL's
 --     budget is left, and follow a full batch with catch-up as a tick does. The CALL then stays
---     to its end (the minute, or one polling_interval on pg_cron 1.5+) less c_handover, so the
---     next CALL starts on time, or until only c_catch_up_reserve of its budget is left: on pg_cron 1.5+ it holds its job slot between runs, which is the
+--     until c_handover before the next CALL is due (the minute, or one polling_interval on
+--     pg_cron 1.5+), or until only c_catch_up_reserve of its budget is left. Not past it: pg_cron
+--     does not start a job's run while its previous run is still active (with the CALL staying
+--     0.5 s past the minute, pg_cron 1.4 ran it only about one minute in three), and the calls
+--     due between this CALL's end and the next one's first cycle wait for that cycle: on pg_cron 1.5+ it holds its job slot between runs, which is the
 --     price of the precision (wake_at_deadline = false gives the slot back, docs/scheduling.md).
 --     The stale-Answered phase, the retries of quarantined calls, and calls a cycle left (row-
 --     locked, a full batch, committed late with an old started_at) keep the polling ticks.
@@ -80,7 +83,7 @@ DECLARE
     c_max_run  constant interval := interval '30 seconds';
     c_catch_up_reserve constant interval := interval '5 seconds';
     c_deadline_gap constant interval := interval '20 milliseconds';
-    c_handover constant interval := interval '200 milliseconds';
+    c_handover constant interval := interval '100 milliseconds';
     v_started  constant timestamptz := clock_timestamp();
     v_interval interval;
     v_version  integer[];
@@ -139,8 +142,8 @@ BEGIN
             v_at := CASE WHEN v_tick < v_end THEN v_tick END;
             v_until := NULL;
             IF v_wake AND v_cycle.as_of IS NOT NULL THEN
-                -- Deadlines are waited for while the next CALL is not due and a cycle has its
-                -- reserve of the CALL's budget; waiting past it would be cancelled.
+                -- Deadlines are waited for until the next CALL takes over and while a cycle has
+                -- its reserve of the CALL's budget (waiting past it would be cancelled).
                 v_until := least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve);
                 v_next := messenger.call_reaper_next_deadline(v_cycle.as_of);
                 IF v_next < v_until THEN
