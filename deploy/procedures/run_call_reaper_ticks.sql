@@ -141,7 +141,9 @@ BEGIN
             COMMIT;
             v_at := CASE WHEN v_tick < v_end THEN v_tick END;
             v_until := NULL;
-            IF v_wake AND v_cycle.as_of IS NOT NULL THEN
+            -- Not after a skipped cycle: the lock's holder (a DBA's drain) closes them, and each
+            -- deadline would add a skipped run to the ledger; the next tick looks again.
+            IF v_wake AND v_cycle.result IN ('completed', 'failed') THEN
                 -- Deadlines are waited for until the next CALL takes over and while a cycle has
                 -- its reserve of the CALL's budget (waiting past it would be cancelled).
                 v_until := least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve);

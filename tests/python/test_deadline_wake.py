@@ -137,3 +137,18 @@ def test_a_call_committed_late_with_an_old_started_at_is_left_to_the_next_tick(d
     assert closed_at(db, late_id) == ("Ringing", None)
     ticks_as_job(db)
     assert closed_at(db, late_id)[0] == "Missed"
+
+
+def test_while_another_session_holds_the_lock_no_deadline_cycle_adds_a_skipped_run(db, make_conn):
+    # A DBA's drain holds the single-runner lock: the tick's cycle is skipped, and the CALL
+    # waits for the next tick instead of a skipped run per deadline (the holder closes them).
+    record_seconds_schedule(db, 5)
+    holder = make_conn(dbname=DB)
+    holder.execute("SELECT pg_advisory_lock(messenger.call_reaper_lock_key())")
+    call_id, _ = ringing(db, 1.0)
+    since = ticks_as_job(db)
+    results = [r[0] for r in db.execute("SELECT result FROM messenger.call_reaper_runs WHERE started_at >= %s",
+                                        (since,)).fetchall()]
+    assert results == ["skipped"]
+    assert closed_at(db, call_id) == ("Ringing", None)
+    holder.execute("SELECT pg_advisory_unlock(messenger.call_reaper_lock_key())")
