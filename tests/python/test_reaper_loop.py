@@ -27,6 +27,7 @@ import pytest
 from adoption_support import ROOT, deployed_without_cron
 from psycopg import sql
 from reaper_facts import JOB_ROLE, LOCK_ROW_SQL
+from reaper_support import wait_for
 
 DB = "loop_nocron"
 LOOP = ROOT / "scripts" / "reaper-loop"
@@ -348,7 +349,13 @@ def test_a_backend_terminated_mid_sleep_is_replaced_at_the_next_tick(product, jo
     loop = start_loop(env=job_env)
     connected, first = loop.wait_for(r"^event=connected .* user=messenger_call_reaper backend_pid=(\d+) ")
     loop.wait_for(r"^event=cycle result=completed ", after=connected)
-    # The loop sleeps for the rest of its 2 s tick now; its backend goes away, a call falls due.
+    # After its cycle the loop asks for the next deadline (none: nothing rings) and sleeps for
+    # the rest of its 2 s tick; then its backend goes away and a call falls due. Terminated
+    # before that probe, the probe itself would meet the closing connection, without the
+    # server's 57P01.
+    wait_for(lambda: product.execute(
+        "SELECT state = 'idle' AND query LIKE '%%call_reaper_next_deadline%%' FROM pg_stat_activity WHERE pid = %s",
+        [int(first[1])]).fetchone()[0], 10, "the loop's probe for the next deadline")
     assert product.execute("SELECT pg_terminate_backend(%s)", [int(first[1])]).fetchone()[0]
     insert_due(product)
     lost, _ = loop.wait_for(r"^event=error error=\w+ sqlstate=57P01 "
