@@ -24,10 +24,14 @@ BEGIN;
 -- times as long. Between cycles it holds no lock and no row, so the product's statements and
 -- the WAL writer have the server to themselves; the drain takes about 1/d times as long (the
 -- statement_timeout of the session covers the sleeps too). Outside (0, 1]: 22023, nothing run.
+-- It sleeps in naps of at most 0.1 s, each its own transaction: a sleeping statement holds a
+-- snapshot, and one sleep as long as the cycle kept every call the drain had just closed from
+-- being pruned, so the product's scans of its active calls walked them (docs/design.md,
+-- "Scheduling").
 -- SECURITY INVOKER with no SET clause, or its COMMIT would fail; run it with CALL outside a
 -- transaction block. Your session's statement_timeout covers the whole CALL. A role that is not
 -- a superuser needs EXECUTE on messenger._reap_cycle as well.
-CREATE PROCEDURE messenger.drain_call_timeouts(
+CREATE OR REPLACE PROCEDURE messenger.drain_call_timeouts(
     max_cycles      integer     DEFAULT 1000,
     batch_size      integer     DEFAULT NULL,
     ring_timeout    interval    DEFAULT NULL,
@@ -42,6 +46,8 @@ AS $$
 DECLARE
     v_cycle messenger.call_reaper_cycle;
     v_started timestamptz;
+    v_until   timestamptz;
+    v_wait    numeric;
 BEGIN
     IF max_cycles IS NULL OR max_cycles NOT BETWEEN 1 AND 1000000 THEN
         RAISE EXCEPTION 'max_cycles must be between 1 and 1000000, got %', max_cycles
@@ -78,8 +84,14 @@ BEGIN
                                WHERE r.run_id = v_cycle.run_id AND r.deferred_count > 0) THEN
             RETURN;
         ELSIF drain_call_timeouts.duty_cycle < 1 AND cycles < max_cycles THEN
-            PERFORM pg_catalog.pg_sleep(extract(epoch FROM pg_catalog.clock_timestamp() - v_started)
-                                        * (1 - drain_call_timeouts.duty_cycle) / drain_call_timeouts.duty_cycle);
+            v_until := pg_catalog.clock_timestamp() + (pg_catalog.clock_timestamp() - v_started)
+                       * ((1 - drain_call_timeouts.duty_cycle) / drain_call_timeouts.duty_cycle);
+            LOOP
+                v_wait := extract(epoch FROM v_until - pg_catalog.clock_timestamp());
+                EXIT WHEN v_wait <= 0;
+                PERFORM pg_catalog.pg_sleep(least(v_wait, 0.1));
+                COMMIT;
+            END LOOP;
         END IF;
     END LOOP;
     RAISE NOTICE 'drain stopped after max_cycles = % cycles; run it again to continue', max_cycles;

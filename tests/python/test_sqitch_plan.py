@@ -200,18 +200,28 @@ def test_script_is_one_transaction(kind, change):
             f"{kind}/{change}.sql says it runs without a transaction but opens one"
         return
     end = "ROLLBACK" if kind == "verify" else "COMMIT"
-    if kind == "revert" and stmts and stmts[-1].startswith("\\ir "):
+    includes = [i for i, s in enumerate(stmts) if s.startswith("\\ir ")]
+    if kind == "revert" and includes:
         # A reworked routine reverts by running its earlier version's deploy script (one
-        # transaction, checked as such), after at most one transaction of its own (dropping
-        # a signature the earlier version does not have). A stem reworked twice (name@tag) is
-        # itself such a revert of the version before it.
+        # transaction, checked as such). Before it, at most one transaction of its own (dropping
+        # a signature the earlier version does not have), or one it leaves open for that
+        # script's COMMIT to end (dropping a routine the script CREATEs without OR REPLACE, in
+        # the same transaction); after it, at most one transaction giving back the grants the
+        # drop took. A stem reworked twice (name@tag) is itself such a revert of the version
+        # before it.
         stems = [stem for name, stem in script_stems() if name == change.split("@")[0]]
         previous = stems[:stems.index(change)]
-        assert previous and stmts[-1] == f"\\ir ../../deploy/{previous[-1]}.sql", \
-            f"revert/{change}.sql may only end by including its earlier deploy script"
-        stmts = stmts[:-1]
-        if not stmts:
-            return
+        assert previous and len(includes) == 1 and stmts[includes[0]] == f"\\ir ../../deploy/{previous[-1]}.sql", \
+            f"revert/{change}.sql may only include its earlier deploy script, once"
+        before, after = stmts[:includes[0]], stmts[includes[0] + 1:]
+        if after:
+            assert (after[0].upper(), after[-1].upper()) == ("BEGIN", "COMMIT") and all(
+                s.upper().startswith("GRANT ") for s in after[1:-1]), \
+                f"revert/{change}.sql may only give grants back after its earlier deploy script"
+        if before:
+            assert before[0].upper() == "BEGIN" and "COMMIT" not in [s.upper() for s in before[:-1]], \
+                f"revert/{change}.sql may run one transaction of its own before its earlier deploy script"
+        return
     assert stmts and stmts[0].upper() == "BEGIN", f"{kind}/{change}.sql must start with BEGIN;"
     assert stmts[-1].upper() == end, f"{kind}/{change}.sql must end with {end};"
 
