@@ -25,7 +25,13 @@ import time
 from datetime import timedelta
 
 import psycopg
-from reaper_support import backend_pid, pg_cron_version, ringing, wait_for, warden_is_running
+from reaper_support import (
+    backend_pid,
+    pg_cron_version,
+    ringing,
+    wait_for,
+    warden_is_running,
+)
 
 SAMPLE_EVERY = 0.05
 SAMPLING = 4.0
