@@ -11,15 +11,20 @@ BEGIN;
 --   p_lags      seconds from each closed call's deadline to the cycle's as_of (reap_lag)
 --   p_subxacts, p_deferred  subtransactions opened and calls left untried (NULL: failed)
 --   p_state, p_message      the SQLSTATE and message of a failed cycle, NULL otherwise
--- Counters: an idle cycle (completed, nothing closed, poisoned, passed or deferred) writes its
--- ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
+-- An idle cycle (completed, nothing closed, poisoned, passed or deferred) on the clock (no as_of:
+-- the job's ticks and deadline wakes, the app-side loop, reap_call_timeouts() by hand) writes
+-- nothing: it takes the next value of the unlogged sequence messenger.call_reaper_idle_cycles and
+-- sets messenger.call_reaper_idle_cycle_at to its end, neither of which is WAL or needs a
+-- transaction id, so a server where nothing rings gets no WAL from the reaper (it was a ledger
+-- row, two index entries and a commit a cycle). Its log line says recorded=false.
+-- Counters: an idle cycle with an as_of (a DBA's or a test's) writes its ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
 -- folds it in (any busy cycle, or an idle one an hour after the last fold): the counters row's
 -- new version would be most of an idle cycle's WAL. The fold reads the idle runs since the last
 -- fold as one range of ix_call_reaper_runs_started_at (joined to the counters row, the plan
 -- walked the whole ledger: pgTAP ledger_fold_cost), and updates the row by its key (without a
 -- WHERE it reads every page of the one-row table, which grows while a snapshot holds old
 -- versions).
-CREATE FUNCTION messenger._reap_ledger(
+CREATE OR REPLACE FUNCTION messenger._reap_ledger(
     p_cycle    messenger.call_reaper_cycle,
     p_started  timestamptz,
     p_settings messenger.call_reaper_settings,
@@ -40,6 +45,15 @@ DECLARE
         AND p_cycle.missed_count + p_cycle.failed_count + p_cycle.poisoned_count
             + p_cycle.skipped_locked_count + coalesce(p_deferred, 0) = 0;
 BEGIN
+    -- On the clock: _reap_cycle's as_of is its start when no as_of was given.
+    IF v_idle AND p_cycle.as_of = p_started THEN
+        PERFORM pg_catalog.nextval('messenger.call_reaper_idle_cycles'::regclass);
+        PERFORM pg_catalog.setval('messenger.call_reaper_idle_cycle_at'::regclass,
+                                  (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+        RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=0 failed=0 skipped_locked=0 poisoned=0 deferred=0 subtransactions=% duration_ms=% recorded=false',
+            p_cycle.run_id, p_cycle.result, coalesce(p_subxacts::text, 'unknown'), p_cycle.duration_ms;
+        RETURN;
+    END IF;
     INSERT INTO messenger.call_reaper_runs
            (run_id, started_at, finished_at, as_of, result, lock_acquired, batch_size, ring_timeout,
             stale_timeout, missed_count, failed_count, skipped_locked_count, poisoned_count,
@@ -87,14 +101,14 @@ BEGIN
      WHERE k.singleton
        AND (NOT v_idle OR k.idle_folded_through < p_started - c_fold_every);
 
-    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=%',
+    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=% recorded=true',
         p_cycle.run_id, p_cycle.result, p_cycle.missed_count, p_cycle.failed_count, p_cycle.skipped_locked_count,
         p_cycle.poisoned_count, coalesce(p_deferred, 0), coalesce(p_subxacts::text, 'unknown'), p_cycle.duration_ms;
 END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_ledger(messenger.call_reaper_cycle, timestamptz, messenger.call_reaper_settings, double precision[], integer, integer, text, text) IS
-    'Private: a locked cycle''s ledger row, its fold into call_reaper_counters (idle cycles: the row only, folded hourly or by the next busy cycle) and its cycle_completed log line.';
+    'Private: a locked cycle''s ledger row, its fold into call_reaper_counters (idle cycles: the row only, folded hourly or by the next busy cycle; idle cycles on the clock: no row, counted in the unlogged sequences call_reaper_idle_cycles and call_reaper_idle_cycle_at) and its cycle_completed log line.';
 REVOKE ALL ON FUNCTION messenger._reap_ledger(messenger.call_reaper_cycle, timestamptz, messenger.call_reaper_settings, double precision[], integer, integer, text, text) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

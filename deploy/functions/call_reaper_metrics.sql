@@ -22,9 +22,14 @@ BEGIN;
 -- Quarantined calls are still counted: they are overdue and not closed. The quarantine size
 -- counts the rows whose call still exists (after a TRUNCATE or DELETE of calls, their rows go
 -- as their backoff expires, _reap_claim's retry lane).
--- Idle runs: an idle cycle leaves only its ledger row (_reap_cycle); the completed runs the
--- ledger holds after counters.idle_folded_through are added to the run and cycle-duration
--- totals here (at most an hour of them), so run_total still rises every cycle.
+-- Idle runs: an idle cycle with an as_of leaves only its ledger row (_reap_ledger); the completed
+-- runs the ledger holds after counters.idle_folded_through are added to the run and
+-- cycle-duration totals here (at most an hour of them). An idle cycle on the clock (the job's)
+-- leaves no row: idle_cycles is the unlogged count of them (messenger.call_reaper_idle_cycles,
+-- the exporter's idle_cycles_total, which the liveness alert reads beside run_total), and the
+-- end of the last one (messenger.call_reaper_idle_cycle_at) counts for last_run_at and
+-- last_success_at. A standby cannot read an unlogged sequence: idle_cycles is NULL there, and
+-- after a crash or a failover both start again (a counter reset, as Prometheus expects).
 --
 -- The single-runner lock (messenger.call_reaper_lock_holder, one home for who holds it and
 -- since when): how long it has been held as best known (0 when free or when nothing is known),
@@ -46,7 +51,11 @@ BEGIN;
 -- Citus (a coordinator whose call_sessions is distributed): the backlog counts run across the
 -- shards as they are; quarantined adds the rows of every worker's quarantine, where the fan-out
 -- keeps them (one connection per worker per scrape, as the owner, which must log in there).
-CREATE OR REPLACE FUNCTION messenger.call_reaper_metrics()
+-- A new column changes the row type, which CREATE OR REPLACE cannot: dropped and created again,
+-- its grants given again below.
+DROP FUNCTION IF EXISTS messenger.call_reaper_metrics();
+
+CREATE FUNCTION messenger.call_reaper_metrics()
 RETURNS TABLE (
     runs_completed          bigint,
     runs_skipped            bigint,
@@ -75,7 +84,8 @@ RETURNS TABLE (
     lock_ttl                interval,
     job_failing_reaper      boolean,
     job_failing_purge       boolean,
-    job_failing_warden      boolean)
+    job_failing_warden      boolean,
+    idle_cycles             bigint)
 LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
@@ -87,7 +97,15 @@ DECLARE
     v_status  messenger.call_sessions.status%TYPE;   -- text, varchar or the service's enum
     v_backlog jsonb := '{}'::jsonb;                   -- phase -> count
     v_on_workers bigint := 0::bigint;                       -- quarantined on Citus workers
+    v_idle_cycles bigint;
+    v_idle_at timestamptz;
 BEGIN
+    -- pg_sequence_last_value: NULL before the first value and after a crash reset.
+    IF NOT pg_catalog.pg_is_in_recovery() THEN
+        v_idle_cycles := coalesce(pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycles'::regclass), 0::bigint);
+        v_idle_at := pg_catalog.to_timestamp(
+            (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+    END IF;
     -- The cutoffs are computed first, outside the counts, so each count is planned as one index
     -- range scan whatever the (never analyzed) singleton tables are estimated to hold.
     FOR v_phase IN
@@ -157,8 +175,8 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        k.reap_lag_buckets,
        k.reap_lag_count,
        k.reap_lag_sum,
-       greatest(k.last_run_at, (SELECT max(i.finished_at) FROM idle AS i)),
-       greatest(k.last_success_at, (SELECT max(i.finished_at) FROM idle AS i)),
+       greatest(k.last_run_at, (SELECT max(i.finished_at) FROM idle AS i), v_idle_at),
+       greatest(k.last_success_at, (SELECT max(i.finished_at) FROM idle AS i), v_idle_at),
        (v_backlog ->> 'ring_timeout')::bigint,
        (v_backlog ->> 'stale_answered')::bigint,
        -- The quarantine's ids as one array, not a join: Citus refuses a join of a distributed
@@ -172,14 +190,15 @@ SELECT k.runs_completed + (SELECT count(*) FROM idle),
        s.lock_ttl,
        (SELECT j.failing FROM jobs AS j WHERE j.kind = 'reaper'),
        (SELECT j.failing FROM jobs AS j WHERE j.kind = 'purge'),
-       (SELECT j.failing FROM jobs AS j WHERE j.kind = 'warden')
+       (SELECT j.failing FROM jobs AS j WHERE j.kind = 'warden'),
+       v_idle_cycles
   FROM messenger.call_reaper_counters AS k
  CROSS JOIN s;
 END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
-$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed. Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
+$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed; idle cycles on the clock, which leave no ledger row (NULL on a standby). Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
 
 REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
@@ -188,5 +207,7 @@ GRANT CREATE ON SCHEMA messenger TO messenger_call_reaper_owner;
 ALTER FUNCTION messenger.call_reaper_metrics() OWNER TO messenger_call_reaper_owner;
 REVOKE CREATE ON SCHEMA messenger FROM messenger_call_reaper_owner;
 GRANT EXECUTE ON FUNCTION messenger.call_reaper_metrics() TO messenger_call_reaper_monitor;
+-- The operator's, which grants/call_reaper_operator gave the function this replaces.
+GRANT EXECUTE ON FUNCTION messenger.call_reaper_metrics() TO messenger_call_reaper_operator;
 
 COMMIT;

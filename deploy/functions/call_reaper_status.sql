@@ -16,6 +16,9 @@ BEGIN;
 --                       a cycle's transaction start; another holder's first sight by the warden,
 --                       else an idle session's last state change, else its transaction start)
 --   last_run_at, last_result  the newest row of the run ledger
+--   last_idle_cycle_at  when the last cycle on the clock that found nothing to do ended: such a
+--                       cycle leaves no ledger row (messenger.call_reaper_idle_cycle_at, unlogged;
+--                       NULL on a standby, before the first one and after a crash)
 --   lock_holder_role    the holder's role
 --   lock_holder_state   its pg_stat_activity state (idle, active, idle in transaction)
 --   lock_holder_is_cycle  it may be a running reaper cycle (the warden times it by its transaction)
@@ -33,11 +36,11 @@ BEGIN;
 --                       a job that is scheduled and active but fails every run (libpq mode
 --                       without an authentication rule) shows here; '[]' without pg_cron
 --   wake_at_deadline    the setting (2.1): the job wakes at Ringing calls' deadlines between ticks
---   next_deadline       the earliest deadline of a Ringing call the last run left ringing
---                       (messenger.call_reaper_next_deadline), NULL for none
+--   next_deadline       the earliest deadline of a Ringing call the last run (recorded or idle)
+--                       left ringing (messenger.call_reaper_next_deadline), NULL for none
 --   sleeping_to_deadline  a job CALL is in its nap with that deadline within a polling_interval
 --                       (wake_at_deadline)
--- 2.1 added the last three: the released function (functions/call_reaper_status@v2.0.0) is
+-- 2.1 added the last four: the released function (functions/call_reaper_status@v2.0.0) is
 -- dropped and created again, as a function's result columns cannot change in place.
 -- Changes nothing, takes no lock. SECURITY INVOKER: it reads cron.job and the job's CALLs in
 -- pg_stat_activity with the caller's rights (a DBA), the lock's holder through
@@ -65,20 +68,26 @@ CREATE FUNCTION messenger.call_reaper_status(
     OUT cron_database       name,
     OUT wake_at_deadline    boolean,
     OUT next_deadline       timestamptz,
-    OUT sleeping_to_deadline boolean)
+    OUT sleeping_to_deadline boolean,
+    OUT last_idle_cycle_at  timestamptz)
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
+    -- A standby cannot read an unlogged sequence; NULL before the first value.
+    IF NOT pg_catalog.pg_is_in_recovery() THEN
+        last_idle_cycle_at := pg_catalog.to_timestamp(
+            (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+    END IF;
     SELECT s.paused, s.polling_interval, s.wake_at_deadline,
            (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a
              WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active'
                AND a.datname = pg_catalog.current_database()
                AND a.query LIKE 'CALL messenger.run_call_reaper_ticks(%'),
            h.pid, h.held_since, r.started_at, r.result,
-           messenger.call_reaper_next_deadline(r.as_of),
+           messenger.call_reaper_next_deadline(greatest(r.as_of, last_idle_cycle_at)),
            s.wake_at_deadline AND EXISTS (
                SELECT FROM pg_catalog.pg_stat_activity AS a
                 WHERE a.usename = 'messenger_call_reaper' AND a.state = 'active' AND a.wait_event = 'PgSleep'
@@ -122,7 +131,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_status() IS
-$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, each pg_cron job of the reaper with how its last run ended, the database pg_cron keeps the jobs in, and the deadline wake: whether it is on, the next Ringing call's deadline after the last run, whether the job is sleeping to it. Usage: SELECT * FROM messenger.call_reaper_status();$$;
+$$The call-timeout reaper's state in one row: paused flag, pg_cron job (scheduled, active, schedule), polling interval, job CALLs in flight, single-runner lock holder (pid, held since as best known, role, state, whether it is a running cycle and whether the lock warden can end it), last run, each pg_cron job of the reaper with how its last run ended, the database pg_cron keeps the jobs in, the deadline wake: whether it is on, the next Ringing call's deadline after the last run, whether the job is sleeping to it; and when the last idle cycle on the clock (no ledger row) ended. Usage: SELECT * FROM messenger.call_reaper_status();$$;
 REVOKE ALL ON FUNCTION messenger.call_reaper_status() FROM PUBLIC;
 
 COMMIT;

@@ -183,7 +183,14 @@ SELECT bag_eq(
       ('call_reaper_lock_takeovers', 'messenger_call_reaper_operator', 'SELECT'),
       ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'SELECT'),
       ('call_reaper_quarantine', 'messenger_call_reaper_operator', 'DELETE'),
-      ('call_reaper_lock_holders', 'messenger_call_reaper_owner', 'SELECT')$$,
+      ('call_reaper_lock_holders', 'messenger_call_reaper_owner', 'SELECT'),
+      -- the unlogged idle counts: the owner's cycle advances them, the operator's status reads one
+      ('call_reaper_idle_cycles', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_idle_cycles', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_idle_cycles', 'messenger_call_reaper_operator', 'SELECT'),
+      ('call_reaper_idle_cycle_at', 'messenger_call_reaper_owner', 'SELECT'),
+      ('call_reaper_idle_cycle_at', 'messenger_call_reaper_owner', 'UPDATE'),
+      ('call_reaper_idle_cycle_at', 'messenger_call_reaper_operator', 'SELECT')$$,
     'table grants in messenger: the owner role''s and the operator''s reads, nothing on a product table for the job, monitor or operator role, nothing for PUBLIC');
 -- Columns: the owner role updates only a closed call's transition columns; the job role reads
 -- the three settings its tick procedure needs (polling interval, pause flag, catch-up batch)

@@ -68,6 +68,11 @@ def runs_since(conn: psycopg.Connection, since: dt.datetime) -> list[tuple[dt.da
                         " WHERE started_at >= %s ORDER BY started_at", (since,)).fetchall()
 
 
+def idle_cycles(conn: psycopg.Connection) -> int:
+    """Cycles on the clock that closed nothing: counted, not written to the ledger."""
+    return conn.execute("SELECT idle_cycles FROM messenger.call_reaper_metrics()").fetchone()[0]
+
+
 def closed_at(conn: psycopg.Connection, call_id: str) -> tuple[str, dt.datetime | None]:
     return conn.execute("SELECT status, ended_at FROM messenger.call_sessions WHERE call_id = %s",
                         (call_id,)).fetchone()
@@ -85,13 +90,15 @@ def record_seconds_schedule(conn: psycopg.Connection, seconds: int) -> None:
 def test_on_a_schedule_in_seconds_a_call_is_closed_at_its_deadline_not_at_the_next_tick(db):
     record_seconds_schedule(db, 5)
     call_id, deadline = ringing(db, 1.5)
+    idle = idle_cycles(db)
     since = ticks_as_job(db)
     runs = runs_since(db, since)
     status, ended = closed_at(db, call_id)
     next_tick = since + dt.timedelta(seconds=5)
-    # The tick at the start closed nothing; the cycle that woke at the deadline closed the call.
-    assert len(runs) == 2 and runs[0][1] == 0 and runs[1][1] == 1, runs
-    assert status == "Missed" and ended == runs[1][0]
+    # The tick at the start closed nothing (counted idle, no ledger row); the cycle that woke at
+    # the deadline closed the call.
+    assert idle_cycles(db) == idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
+    assert status == "Missed" and ended == runs[0][0]
     assert deadline <= ended < next_tick, (deadline, ended, next_tick)
     # The CALL stayed for deadlines until the next one is due, not past it.
     assert db.execute("SELECT clock_timestamp()").fetchone()[0] < next_tick + dt.timedelta(seconds=1)
@@ -101,9 +108,10 @@ def test_with_wake_at_deadline_off_the_call_waits_for_the_next_tick(db):
     record_seconds_schedule(db, 5)
     db.execute("UPDATE messenger.call_reaper_settings SET wake_at_deadline = false")
     call_id, deadline = ringing(db, 1.5)
+    idle = idle_cycles(db)
     since = ticks_as_job(db)
-    # One tick, then the CALL returns (its job slot back at once): the call still rings.
-    assert [r[1] for r in runs_since(db, since)] == [0]
+    # One idle tick, then the CALL returns (its job slot back at once): the call still rings.
+    assert idle_cycles(db) == idle + 1 and runs_since(db, since) == []
     assert db.execute("SELECT clock_timestamp()").fetchone()[0] < deadline
     assert closed_at(db, call_id) == ("Ringing", None)
 
@@ -114,13 +122,15 @@ def test_on_the_minute_loop_a_call_is_closed_at_its_deadline_between_ticks(db):
     while db.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
         time.sleep(0.5)
     call_id, deadline = ringing(db, 1.5)
+    idle = idle_cycles(db)
     # A budget of 10 s: the CALL waits for deadlines while 5 s of it are left, then returns
     # instead of being cancelled.
     since = ticks_as_job(db, statement_timeout="10s")
     runs = runs_since(db, since)
     status, ended = closed_at(db, call_id)
-    assert len(runs) == 2 and runs[1][1] == 1, runs
-    assert status == "Missed" and ended == runs[1][0] and deadline <= ended, (deadline, ended)
+    # The minute's tick closed nothing (counted idle); the deadline's cycle closed the call.
+    assert idle_cycles(db) == idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
+    assert status == "Missed" and ended == runs[0][0] and deadline <= ended, (deadline, ended)
     assert db.execute("SELECT clock_timestamp()").fetchone()[0] < since + dt.timedelta(seconds=10)
 
 

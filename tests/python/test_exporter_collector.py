@@ -74,7 +74,7 @@ def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused
     assert collected == described
     # build_info beside the table: it describes the process, not the database.
     assert described[0][0] == P + "build_info"
-    assert len(described) == len(METRICS) + 1 == 17
+    assert len(described) == len(METRICS) + 1 == 18
 
 
 def test_every_metrics_column_feeds_exactly_one_family(conn):

@@ -1,0 +1,117 @@
+"""A reaper with nothing to do writes nothing: no WAL, no transaction id, no ledger row.
+
+A cycle on the clock (no as_of) that finds nothing due leaves no row in the run ledger: it takes
+the next value of the unlogged sequence messenger.call_reaper_idle_cycles and sets
+messenger.call_reaper_idle_cycle_at, neither of which is WAL-logged or needs a transaction id.
+call_reaper_metrics() reports them (idle_cycles; last_run_at and last_success_at), so the
+liveness alerts keep seeing an idle reaper as alive.
+
+Proven on both paths: a cycle run by hand takes no transaction id (and a busy one, or an idle
+one with an as_of, still does: the check can fail), and the real pg_cron job's idle ticks write
+no WAL record on any relation of the messenger schema (pg_walinspect names each record's
+relation) while the idle count rises.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from reaper_support import reap, ringing, wait_for
+
+BLOCK_REF = re.compile(r"rel \d+/(\d+)/(\d+)")
+
+
+def metrics(conn) -> dict:
+    return dict(zip(("idle_cycles", "last_run_at", "last_success_at", "backlog", "quarantined"), conn.execute(
+        "SELECT idle_cycles, last_run_at, last_success_at, backlog_ring_timeout + backlog_stale_answered, quarantined"
+        "  FROM messenger.call_reaper_metrics()").fetchone(), strict=True))
+
+
+def ledger_rows(conn) -> int:
+    return conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
+
+
+def cycle_in_transaction(conn, **args) -> tuple[dict, object]:
+    """One cycle inside a transaction: its result and the transaction id it took (None: none)."""
+    with conn.transaction():
+        row = reap(conn, **args)
+        xid = conn.execute("SELECT pg_current_xact_id_if_assigned()").fetchone()[0]
+    return row, xid
+
+
+def test_an_idle_cycle_on_the_clock_takes_no_transaction_id_and_leaves_no_row(conn, calls, reaper_paused):
+    before = metrics(conn)
+    assert before["backlog"] == 0 and before["quarantined"] == 0, f"something is due already: {before}"
+    runs = ledger_rows(conn)
+    started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+
+    row, xid = cycle_in_transaction(conn)
+    after = metrics(conn)
+    assert (row["result"], row["missed_count"], row["failed_count"]) == ("completed", 0, 0)
+    assert xid is None, "the idle cycle took a transaction id: it wrote something"
+    assert ledger_rows(conn) == runs, "the idle cycle on the clock wrote a ledger row"
+    assert after["idle_cycles"] == before["idle_cycles"] + 1
+    assert after["last_success_at"] >= started and after["last_run_at"] >= started
+
+    # The contrast: with an as_of (a DBA's experiment) the idle cycle is recorded ...
+    row, xid = cycle_in_transaction(conn, as_of=started)
+    assert xid is not None and ledger_rows(conn) == runs + 1
+    # ... and a cycle on the clock that closes a call is, with its transaction.
+    now = conn.execute("SELECT now()").fetchone()[0]
+    calls.add([ringing(now - timedelta(hours=1))])
+    row, xid = cycle_in_transaction(conn)
+    assert row["missed_count"] == 1 and xid is not None and ledger_rows(conn) == runs + 2
+    assert metrics(conn)["idle_cycles"] == before["idle_cycles"] + 1
+
+
+def messenger_relfilenodes(conn) -> dict[tuple[int, int], str]:
+    """(database oid, relfilenode) of every relation of schema messenger (tables, indexes, TOAST):
+    its name."""
+    return {(db, node): name for db, node, name in conn.execute(
+        """SELECT d.oid::bigint, pg_relation_filenode(c.oid)::bigint, c.oid::regclass::text
+             FROM pg_class AS c
+             JOIN pg_namespace AS n ON n.oid = c.relnamespace
+             CROSS JOIN pg_database AS d
+            WHERE d.datname = current_database()
+              AND pg_relation_filenode(c.oid) IS NOT NULL
+              AND (n.nspname = 'messenger'
+                   OR c.oid IN (SELECT t.reltoastrelid FROM pg_class AS t
+                                  JOIN pg_namespace AS tn ON tn.oid = t.relnamespace
+                                 WHERE tn.nspname = 'messenger')
+                   OR c.oid IN (SELECT i.indexrelid FROM pg_index AS i JOIN pg_class AS t ON t.oid = i.indrelid
+                                 WHERE t.relnamespace = 'pg_toast'::regnamespace AND t.oid IN
+                                       (SELECT r.reltoastrelid FROM pg_class AS r
+                                         WHERE r.relnamespace = 'messenger'::regnamespace)))""").fetchall()}
+
+
+def test_the_scheduled_job_writes_no_wal_while_nothing_rings(conn):
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    assert metrics(conn)["backlog"] == 0, "something is due already"
+    # A tick that ran idle first: the window then holds whole ticks of the resumed job. After a
+    # pause, pg_cron 1.4's job starts its tick loop again at the next minute.
+    first = metrics(conn)["idle_cycles"]
+    wait_for(lambda: metrics(conn)["idle_cycles"] > first, 80, "an idle tick of the scheduled job")
+    runs = ledger_rows(conn)
+    lsn0 = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+    idle0 = metrics(conn)["idle_cycles"]
+    wait_for(lambda: metrics(conn)["idle_cycles"] >= idle0 + 2, 40, "two more idle ticks of the scheduled job")
+    lsn1 = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+    # pg_walinspect reads only flushed WAL; the WAL writer flushes within wal_writer_delay.
+    wait_for(lambda: conn.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn1,)).fetchone()[0],
+             10, "the window's WAL flushed")
+
+    ours = messenger_relfilenodes(conn)
+    records = conn.execute(
+        "SELECT resource_manager, record_type, block_ref FROM pg_get_wal_records_info(%s, %s)",
+        (lsn0, lsn1)).fetchall()
+    # The lock warden samples the lock once a second and records a holder it happens to catch
+    # (an idle tick holds it for a millisecond or two): its bookkeeping, not the tick's, and
+    # counted with the reaper's bytes by make bench.
+    touched = [(rm, kind, name) for rm, kind, ref in records
+               for db, node in BLOCK_REF.findall(ref or "") if (int(db), int(node)) in ours
+               and (name := ours[int(db), int(node)]) != "messenger.call_reaper_lock_holders"]
+    print(f"\nidle ticks {metrics(conn)['idle_cycles'] - idle0}: {len(records)} WAL records in the window"
+          f" (pg_cron's and the server's), {len(touched)} on the messenger schema")
+    assert touched == [], touched
+    assert ledger_rows(conn) == runs, "an idle tick wrote a ledger row"
