@@ -344,13 +344,37 @@ def test_between_ticks_a_call_is_closed_by_a_cycle_at_its_deadline(product, job_
     set_interval(product, INTERVAL_S)
 
 
+def test_a_call_that_rings_after_the_tick_is_closed_at_its_deadline(product, job_env, start_loop):
+    # Nothing rings at the tick, so the first probe finds no deadline; the loop keeps asking, and
+    # a call that rings later, its answer window closing before the next tick, is closed at its
+    # deadline (a ring_timeout shorter than polling_interval), not at the next tick.
+    set_interval(product, 60)
+    while product.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 40:
+        time.sleep(0.5)
+    assert ringing(product) == 0
+    loop = start_loop(env=job_env)
+    connected, _ = loop.wait_for(r"^event=connected ")
+    tick, _ = loop.wait_for(r"^event=cycle result=completed .* missed=0 .* trigger=tick$", after=connected)
+    time.sleep(1.5)   # past the loop's first probe, which found nothing ringing
+    insert_due(product, due_in_s=3.0)
+    deadline, next_tick = product.execute(
+        "SELECT c.started_at + s.ring_timeout, date_trunc('minute', clock_timestamp()) + interval '1 minute'"
+        " FROM messenger.call_sessions AS c, messenger.call_reaper_settings AS s WHERE c.status = 'Ringing'").fetchone()
+    loop.wait_for(r"^event=cycle result=completed .* missed=1 .* trigger=deadline$", after=tick, timeout=15)
+    ended = product.execute("SELECT ended_at FROM messenger.call_sessions WHERE status = 'Missed'"
+                            " ORDER BY ended_at DESC LIMIT 1").fetchone()[0]
+    assert deadline <= ended < next_tick, (deadline, ended, next_tick)
+    assert loop.terminate(timeout=5) == 0
+    set_interval(product, INTERVAL_S)
+
+
 def test_a_backend_terminated_mid_sleep_is_replaced_at_the_next_tick(product, job_env, start_loop):
     set_interval(product, INTERVAL_S)
     loop = start_loop(env=job_env)
     connected, first = loop.wait_for(r"^event=connected .* user=messenger_call_reaper backend_pid=(\d+) ")
     loop.wait_for(r"^event=cycle result=completed ", after=connected)
-    # After its cycle the loop asks for the next deadline (none: nothing rings) and sleeps for
-    # the rest of its 2 s tick; then its backend goes away and a call falls due. Terminated
+    # After its cycle the loop asks for the next deadline (none: nothing rings) and sleeps a
+    # second before asking again; then its backend goes away and a call falls due. Terminated
     # before that probe, the probe itself would meet the closing connection, without the
     # server's 57P01.
     wait_for(lambda: product.execute(
