@@ -10,7 +10,10 @@ BEGIN;
 -- and since when it has held the lock):
 --   * first seen: recorded in messenger.call_reaper_lock_holders (held_since, and whether this
 --     check's role may signal it); a holder that no longer holds the lock is deleted. Nothing
---     is written while the lock is free or the same holder is seen again;
+--     is written while the lock is free or the same holder is seen again, nor for a running
+--     cycle younger than a second (it is timed from its transaction start, not from the
+--     record): a tick holds the lock a millisecond or two, and a check that happened to see
+--     it would write the row and its delete, the only WAL of an idle reaper;
 --   * a scheduled cycle (role messenger_call_reaper, executing) whose transaction is older than
 --     the 30 s max run duration is cancelled (pg_cancel_backend): its cycle rolls back whole.
 --     This bounds pg_cron 1.4's cycles, which run under the CALL's 90 s statement_timeout; one
@@ -40,6 +43,7 @@ AS $$
 DECLARE
     c_max_run constant interval := interval '30 seconds';
     c_job_role constant name := 'messenger_call_reaper'::name;
+    c_record_cycle_after constant interval := interval '1 second';
     v_ttl       interval;
     v_action    text;
     v_reason    text;
@@ -61,7 +65,7 @@ BEGIN
     LOOP
         v_since := coalesce(h.held_since, clock_timestamp());
         v_given_up := false;
-        IF NOT h.recorded THEN
+        IF NOT h.recorded AND (NOT h.is_cycle OR clock_timestamp() - h.xact_start >= c_record_cycle_after) THEN
             -- Who may signal whom (signalfuncs.c): a superuser anyone; otherwise not a
             -- superuser's backend nor one without a role, and only with pg_signal_backend or the
             -- privileges of the backend's role.
@@ -75,7 +79,7 @@ BEGIN
               FROM pg_catalog.pg_roles AS me
               LEFT JOIN pg_catalog.pg_roles AS hr ON hr.rolname = h.role_name
              WHERE me.rolname = current_user;
-        ELSE
+        ELSIF h.recorded THEN
             SELECT w.given_up INTO v_given_up FROM messenger.call_reaper_lock_holders AS w WHERE w.pid = h.pid;
         END IF;
         v_age := clock_timestamp() - CASE WHEN h.is_cycle THEN h.xact_start ELSE v_since END;
@@ -116,7 +120,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger._end_stale_call_reaper_lock() IS
-$$Lock warden check: records each holder of the reaper's single-runner lock when first seen (call_reaper_lock_holders), cancels a scheduled cycle older than 30 s, terminates another cycle whose transaction is older than lock_ttl and any other holder (idle, busy, session-level) that has held the lock longer than lock_ttl; logs and records each in call_reaper_lock_takeovers, a holder it may not signal once. Run every second by the pg_cron job messenger-call-reaper-warden.$$;
+$$Lock warden check: records each holder of the reaper's single-runner lock when first seen (call_reaper_lock_holders; a running cycle once its transaction is a second old), cancels a scheduled cycle older than 30 s, terminates another cycle whose transaction is older than lock_ttl and any other holder (idle, busy, session-level) that has held the lock longer than lock_ttl; logs and records each in call_reaper_lock_takeovers, a holder it may not signal once. Run every second by the pg_cron job messenger-call-reaper-warden.$$;
 REVOKE ALL ON FUNCTION messenger._end_stale_call_reaper_lock() FROM PUBLIC;
 
 COMMIT;

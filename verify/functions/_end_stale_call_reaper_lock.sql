@@ -1,5 +1,6 @@
 -- Verify call_timeout_reaper:functions/_end_stale_call_reaper_lock on pg
--- That it exists (the cast raises otherwise) and reads the holders it records; its grants:
+-- That it exists (the cast raises otherwise), reads the holders it records and leaves young
+-- cycles unrecorded; its grants:
 -- tests/pgtap/privileges.sql.
 
 BEGIN;
@@ -11,6 +12,10 @@ BEGIN
     IF pg_catalog.strpos(pg_catalog.pg_get_functiondef('messenger._end_stale_call_reaper_lock()'::pg_catalog.regprocedure),
                          'call_reaper_lock_holders') = 0 THEN
         RAISE EXCEPTION '_end_stale_call_reaper_lock must record the holders it sees';
+    END IF;
+    IF pg_catalog.strpos(pg_catalog.pg_get_functiondef('messenger._end_stale_call_reaper_lock()'::pg_catalog.regprocedure),
+                         'c_record_cycle_after') = 0 THEN
+        RAISE EXCEPTION '_end_stale_call_reaper_lock must leave a cycle in its first second unrecorded';
     END IF;
 END
 $$;
