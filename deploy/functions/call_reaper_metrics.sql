@@ -102,9 +102,15 @@ DECLARE
 BEGIN
     -- pg_sequence_last_value: NULL before the first value and after a crash reset.
     IF NOT pg_catalog.pg_is_in_recovery() THEN
-        v_idle_cycles := coalesce(pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycles'::regclass), 0::bigint);
-        v_idle_at := pg_catalog.to_timestamp(
-            (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+        BEGIN
+            v_idle_cycles := coalesce(pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycles'::regclass), 0::bigint);
+            v_idle_at := pg_catalog.to_timestamp(
+                (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+        EXCEPTION WHEN internal_error OR data_corrupted THEN
+            -- Unreadable after a promotion (messenger._reap_ledger): idle cycles are in the ledger.
+            v_idle_cycles := NULL;
+            v_idle_at := NULL;
+        END;
     END IF;
     -- The cutoffs are computed first, outside the counts, so each count is planned as one index
     -- range scan whatever the (never analyzed) singleton tables are estimated to hold.

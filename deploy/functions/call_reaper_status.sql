@@ -78,8 +78,13 @@ AS $$
 BEGIN
     -- A standby cannot read an unlogged sequence; NULL before the first value.
     IF NOT pg_catalog.pg_is_in_recovery() THEN
-        last_idle_cycle_at := pg_catalog.to_timestamp(
-            (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+        BEGIN
+            last_idle_cycle_at := pg_catalog.to_timestamp(
+                (pg_catalog.pg_sequence_last_value('messenger.call_reaper_idle_cycle_at'::regclass) / 1000.0)::double precision);
+        EXCEPTION WHEN internal_error OR data_corrupted THEN
+            -- Unreadable after a promotion (messenger._reap_ledger): NULL, the ledger has them.
+            last_idle_cycle_at := NULL;
+        END;
     END IF;
     SELECT s.paused, s.polling_interval, s.wake_at_deadline,
            (SELECT count(*)::integer FROM pg_catalog.pg_stat_activity AS a

@@ -34,9 +34,11 @@ def test_a_job_recorded_on_a_schedule_in_seconds_runs_one_cycle_per_call(product
         "INSERT INTO messenger.call_reaper_cron_jobs (kind, jobname, cron_database, schedule, cron_version)"
         " VALUES ('reaper', 'messenger-call-timeout-reaper', 'postgres', '1 seconds', '1.6.7')")
     since = product.execute("SELECT clock_timestamp()").fetchone()[0]
+    idle = product.execute("SELECT idle_cycles FROM messenger.call_reaper_metrics()").fetchone()[0]
     product.execute(f"SET ROLE {JOB_ROLE}")
     product.execute("CALL messenger.run_call_reaper_ticks()")
     product.execute("RESET ROLE")
     runs = product.execute(
         "SELECT result FROM messenger.call_reaper_runs WHERE started_at >= %s", (since,)).fetchall()
-    assert runs == [("completed",)]
+    # One idle cycle: nothing rings, so counted apart and no ledger row.
+    assert runs == [] and product.execute("SELECT idle_cycles FROM messenger.call_reaper_metrics()").fetchone()[0] == idle + 1
