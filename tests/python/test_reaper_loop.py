@@ -344,22 +344,27 @@ def test_between_ticks_a_call_is_closed_by_a_cycle_at_its_deadline(product, job_
     set_interval(product, INTERVAL_S)
 
 
-def test_a_call_that_rings_after_the_tick_is_closed_at_its_deadline(product, job_env, start_loop):
-    # Nothing rings at the tick, so the first probe finds no deadline; the loop keeps asking, and
-    # a call that rings later, its answer window closing before the next tick, is closed at its
-    # deadline (a ring_timeout shorter than polling_interval), not at the next tick.
+@pytest.mark.parametrize("pending", ["nothing", "a call due after the next tick"])
+def test_a_call_that_rings_after_the_tick_is_closed_at_its_deadline(product, job_env, start_loop, pending):
+    # At the tick the first probe finds no deadline before the next tick (nothing rings, or only
+    # a call whose started_at is ahead of the clock); the loop keeps asking, and a call that
+    # rings later, its answer window closing before the next tick, is closed at its deadline,
+    # not at the next tick.
     set_interval(product, 60)
     while product.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 40:
         time.sleep(0.5)
     assert ringing(product) == 0
+    if pending != "nothing":
+        insert_due(product, due_in_s=600.0)
     loop = start_loop(env=job_env)
     connected, _ = loop.wait_for(r"^event=connected ")
     tick, _ = loop.wait_for(r"^event=cycle result=completed .* missed=0 .* trigger=tick$", after=connected)
     time.sleep(1.5)   # past the loop's first probe, which found nothing ringing
     insert_due(product, due_in_s=3.0)
     deadline, next_tick = product.execute(
-        "SELECT c.started_at + s.ring_timeout, date_trunc('minute', clock_timestamp()) + interval '1 minute'"
-        " FROM messenger.call_sessions AS c, messenger.call_reaper_settings AS s WHERE c.status = 'Ringing'").fetchone()
+        "SELECT min(c.started_at) + s.ring_timeout, date_trunc('minute', clock_timestamp()) + interval '1 minute'"
+        " FROM messenger.call_sessions AS c, messenger.call_reaper_settings AS s WHERE c.status = 'Ringing'"
+        " GROUP BY s.ring_timeout").fetchone()
     loop.wait_for(r"^event=cycle result=completed .* missed=1 .* trigger=deadline$", after=tick, timeout=15)
     ended = product.execute("SELECT ended_at FROM messenger.call_sessions WHERE status = 'Missed'"
                             " ORDER BY ended_at DESC LIMIT 1").fetchone()[0]
