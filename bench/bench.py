@@ -30,8 +30,9 @@ Parts (PARTS), each in its own module:
   equal-keys   equalkeys.py    a drain of Ringing calls that share one started_at against the same
                                calls 1 ms apart, in interleaved rounds
   precision    precision.py    the real pg_cron job with pgbench ringing calls at a fixed rate, with
-                               and without the deadline wake: each Missed call's lag past its
-                               deadline, exactly once, slot-seconds, the reaper's time per call
+                               and without the deadline wake, then the app-side loop: each Missed
+                               call's lag past its deadline, exactly once, slot-seconds, the
+                               reaper's time per call
 seed.py seeds and resets the data, report.py prints the tables and the goals, profiling.py the
 PROFILE=1 output.
 """

@@ -1,4 +1,6 @@
-"""WAL an idle cycle writes: by hand, and scheduled by the real pg_cron job.
+"""WAL an idle cycle writes: by hand (with an as_of, and on the clock), and scheduled by the real
+pg_cron job. An idle cycle on the clock writes nothing of the reaper's: the goal is 0 bytes on
+the messenger schema's relations, pg_cron's records shown apart.
 
 Each window starts with a CHECKPOINT and one warm-up cycle, so the full-page images (FPIs) of
 the pages every cycle writes (the counters row, the ledger's last page) fall before it. What
@@ -24,13 +26,16 @@ BLOCK_REF = re.compile(r"rel (\d+)/(\d+)/(\d+)")
 
 
 def run_total(conn: psycopg.Connection) -> int:
-    """Cycles the reaper has counted: the exporter's run_total (every result), else ledger rows."""
-    try:
-        with conn.transaction():
-            return conn.execute("SELECT runs_completed + runs_skipped + runs_rolled_back"
-                                "  FROM messenger.call_reaper_metrics()").fetchone()[0]
-    except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction):
-        return conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
+    """Cycles the reaper has counted: the exporter's run_total (every result) and
+    idle_cycles_total (idle cycles on the clock, no ledger row), else run_total, else ledger rows."""
+    for query in ("SELECT runs_completed + runs_skipped + runs_rolled_back + idle_cycles FROM messenger.call_reaper_metrics()",
+                  "SELECT runs_completed + runs_skipped + runs_rolled_back FROM messenger.call_reaper_metrics()"):
+        try:
+            with conn.transaction():
+                return conn.execute(query).fetchone()[0]
+        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction):
+            continue
+    return conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
 
 
 def insert_lsn(conn: psycopg.Connection) -> str:
@@ -58,18 +63,25 @@ def seed_ledger(run: Run) -> int:
 def records(run: Run, lsn0: str, lsn1: str, cycles: int) -> dict:
     """What the window [lsn0, lsn1) holds, per cycle."""
     a = run.admin
-    t0 = time.perf_counter()
-    # pg_walinspect reads only flushed WAL; the WAL writer flushes within wal_writer_delay.
+    # pg_walinspect reads only flushed WAL, and a window with no commit in it may never be flushed
+    # (the WAL writer writes whole pages): a transaction id's commit after lsn1 (asynchronous, it
+    # wrote nothing else) has the WAL writer flush it within wal_writer_delay.
+    a.execute("SELECT pg_current_xact_id()")
+    t0 = time.monotonic()
     while not a.execute("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn1,)).fetchone()[0]:
-        if time.perf_counter() - t0 > 10:
-            break
+        if time.monotonic() - t0 > 10:
+            raise RuntimeError(f"WAL not flushed to {lsn1} after 10 s")
         time.sleep(0.05)
+    # An empty window (nothing written at all) is an error to pg_walinspect, not an empty set.
     rows = a.execute("SELECT resource_manager, record_type, record_length, fpi_length, block_ref"
-                     "  FROM pg_get_wal_records_info(%s, %s)", (lsn0, lsn1)).fetchall()
+                     "  FROM pg_get_wal_records_info(%s, %s)", (lsn0, lsn1)).fetchall() if lsn1 != lsn0 else []
     delta = a.execute("SELECT %s::pg_lsn - %s::pg_lsn", (lsn1, lsn0)).fetchone()[0]
     db = a.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()[0]
     names: dict[tuple[int, int, int], str] = {}
     by_rel: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    # Whose: the reaper's relations (schema messenger), pg_cron's (schema cron), the rest (commit
+    # records, the server's own).
+    by_owner: dict[str, int] = defaultdict(int)
     nofpi = fpi = images = 0
     for rmgr, rtype, length, fpi_len, block_ref in rows:
         nofpi += length - fpi_len
@@ -85,10 +97,12 @@ def records(run: Run, lsn0: str, lsn1: str, cycles: int) -> dict:
             label = f"({rmgr} {rtype}, no relation)"
         by_rel[label][0] += length - fpi_len
         by_rel[label][1] += fpi_len
+        by_owner[{"messenger": "reaper", "cron": "pg_cron"}.get(label.split(".")[0], "other")] += length
     top = sorted(by_rel.items(), key=lambda kv: -sum(kv[1]))[:6]
     n = max(cycles, 1)
     return {"cycles": cycles, "lsn_bytes": delta / n, "bytes": nofpi / n, "fpi": fpi / n, "images": images / n,
-            "records": len(rows) / n, "top": [(label, b / n, f / n) for label, (b, f) in top]}
+            "records": len(rows) / n, "top": [(label, b / n, f / n) for label, (b, f) in top],
+            "owners": {k: by_owner[k] for k in ("reaper", "pg_cron", "other")}}
 
 
 def _relation(a: psycopg.Connection, key: tuple[int, int, int], db: int) -> str:
@@ -102,21 +116,25 @@ def _relation(a: psycopg.Connection, key: tuple[int, int, int], db: int) -> str:
     return name or f"file {filenode}"
 
 
-def hand_run(run: Run) -> dict:
+def hand_run(run: Run, clock: bool = False) -> dict:
     """IDLE_WAL_CYCLES cycles of SELECT * FROM messenger.reap_call_timeouts(as_of => ...) in
-    autocommit, back to back."""
+    autocommit, back to back; clock: reap_call_timeouts() with no as_of, as the job runs it (the
+    bench's calls live in 2099, so nothing is due now)."""
     n = run.args.idle_wal_cycles
+    cycle = (("SELECT * FROM messenger.reap_call_timeouts()", ()) if clock else
+             ("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (cycle_as_of(),)))
     with run.connect(autocommit=True) as c:
         c.execute(CYCLE_SQL, (None, cycle_as_of()))  # plans the session's statements
         run.admin.execute("CHECKPOINT")
-        c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (cycle_as_of(),))
+        c.execute(*cycle)
         _off_the_minute()
         total0, lsn0 = run_total(c), insert_lsn(c)
         for _ in range(n):
-            c.execute("SELECT * FROM messenger.reap_call_timeouts(as_of => %s)", (cycle_as_of(),))
+            c.execute(*cycle)
         lsn1, total1 = insert_lsn(c), run_total(c)
     r = records(run, lsn0, lsn1, n) | {"counted": total1 - total0, "ran": n}
-    log(f"idle WAL by hand: {r['bytes']:,.0f} B/cycle without FPIs, {r['fpi']:,.0f} B/cycle of FPIs over {n} cycles")
+    log(f"idle WAL by hand{' on the clock' if clock else ''}: {r['bytes']:,.0f} B/cycle without FPIs,"
+        f" {r['fpi']:,.0f} B/cycle of FPIs over {n} cycles")
     return r
 
 
@@ -153,8 +171,11 @@ def scheduled(run: Run) -> dict | None:
         a.execute("SELECT messenger.pause_call_reaper()")
     ticks = round((t1 - t0) / poll)
     r = records(run, lsn0, lsn1, total1 - total0) | {"counted": total1 - total0, "ran": ticks, "seconds": t1 - t0}
+    r["per_minute"] = {k: b * 60 / (t1 - t0) for k, b in r["owners"].items()}
     log(f"idle WAL scheduled: {r['bytes']:,.0f} B/cycle without FPIs, {r['fpi']:,.0f} B/cycle of FPIs,"
-        f" {total1 - total0} cycles counted in {t1 - t0:.0f} s ({ticks} ticks of {poll:g} s)")
+        f" {total1 - total0} cycles counted in {t1 - t0:.0f} s ({ticks} ticks of {poll:g} s); per minute"
+        f" {r['per_minute']['reaper']:,.0f} B the reaper's, {r['per_minute']['pg_cron']:,.0f} B pg_cron's,"
+        f" {r['per_minute']['other']:,.0f} B other (commits, the server's)")
     return r
 
 
@@ -173,17 +194,27 @@ def run_idle_wal(run: Run) -> dict | None:
         return None
     ledger = seed_ledger(run)
     log(f"idle WAL: run ledger filled with {ledger:,} rows (retention / polling_interval)")
-    return {"ledger_rows": ledger, "hand": hand_run(run), "scheduled": scheduled(run)}
+    return {"ledger_rows": ledger, "hand": hand_run(run), "clock": hand_run(run, clock=True),
+            "scheduled": scheduled(run)}
 
 
 def measured(r: dict) -> tuple[dict, list]:
     values = {}
     uncounted = 0
-    for key, w in (("idle_wal_hand", r["hand"]), ("idle_wal_scheduled", r["scheduled"])):
+    windows = (("by hand", r["hand"]), ("by hand on the clock", r.get("clock")), ("scheduled", r["scheduled"]))
+    if r["hand"]:
+        values["idle_wal_hand"] = (r["hand"]["bytes"], f"{r['hand']['fpi']:,.0f} B/cycle of FPIs beside it")
+    if r.get("clock"):
+        w = r["clock"]
+        values["idle_wal_clock"] = (w["owners"]["reaper"] / max(w["cycles"], 1),
+                                    f"{w['bytes']:,.0f} B/cycle in all, FPIs included: {w['fpi']:,.0f}")
+    if r["scheduled"]:
+        m = r["scheduled"]["per_minute"]
+        beside = f"pg_cron's {m['pg_cron']:,.0f} B/min, other (commits, the server's) {m['other']:,.0f} B/min beside it"
+        values["idle_wal_scheduled"] = (m["reaper"], beside)
+    for _, w in windows:
         if w:
-            values[key] = (w["bytes"], f"{w['fpi']:,.0f} B/cycle of FPIs beside it")
             uncounted += w["ran"] - w["counted"]
-    values["idle_uncounted"] = (uncounted, "; ".join(
-        f"{name}: {w['counted']} counted of {w['ran']}" for name, w in (("by hand", r["hand"]), ("scheduled", r["scheduled"]))
-        if w))
+    values["idle_uncounted"] = (uncounted, "; ".join(f"{name}: {w['counted']} counted of {w['ran']}"
+                                                     for name, w in windows if w))
     return values, []

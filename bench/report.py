@@ -72,12 +72,14 @@ def idle_table(rows: list[dict]) -> list[str]:
 
 
 def idle_wal(r: dict) -> list[str]:
-    windows = [("by hand, back to back", r["hand"]), ("scheduled by pg_cron", r["scheduled"])]
+    windows = [("by hand with an as_of, back to back", r["hand"]), ("by hand on the clock, back to back", r.get("clock")),
+               ("scheduled by pg_cron", r["scheduled"])]
     windows = [(label, w) for label, w in windows if w]
     lines = _table(["idle cycle WAL", "cycles", "B/cycle (LSN delta)", "B/cycle without FPIs", "FPI B/cycle",
-                    "FPIs/cycle", "records/cycle"],
+                    "FPIs/cycle", "records/cycle", "the reaper's / pg_cron's / other B in the window"],
                    [[label, w["counted"], f"{w['lsn_bytes']:,.0f}", f"{w['bytes']:,.0f}", f"{w['fpi']:,.0f}",
-                     f"{w['images']:.1f}", f"{w['records']:.1f}"] for label, w in windows])
+                     f"{w['images']:.1f}", f"{w['records']:.1f}",
+                     " / ".join(f"{w['owners'][k]:,}" for k in ("reaper", "pg_cron", "other"))] for label, w in windows])
     for label, w in windows:
         lines += _table([f"top relations, {label}", "B/cycle without FPIs", "FPI B/cycle"],
                         [[name, f"{b:,.0f}", f"{f:,.0f}"] for name, b, f in w["top"]])
@@ -168,7 +170,7 @@ def equal_keys_table(runs: list[dict], args) -> list[str]:
 
 
 def precision_table(runs: list[dict], args) -> list[str]:
-    return _table(["deadline wake", "seconds", "Missed calls", "lag p50 ms", "p99 ms", "max ms", "pushed twice",
+    return _table(["scheduler, deadline wake", "seconds", "Missed calls", "lag p50 ms", "p99 ms", "max ms", "pushed twice",
                    "still ringing", "cycles", "reaper ms per closed call", "job slot-s per minute", "WAL KiB per minute"],
                   precision.table_rows(runs))
 
