@@ -26,8 +26,8 @@ BLOCK_REF = re.compile(r"rel (\d+)/(\d+)/(\d+)")
 
 
 def run_total(conn: psycopg.Connection) -> int:
-    """Cycles the reaper has counted: the exporter's run_total (every result) and
-    idle_cycles_total (idle cycles on the clock, no ledger row), else run_total, else ledger rows."""
+    """Cycles the reaper has counted: the exporter's run_total under every result, idle cycles on
+    the clock (no ledger row) included; else run_total without them (2.0.0); else ledger rows."""
     for query in ("SELECT runs_completed + runs_skipped + runs_rolled_back + idle_cycles FROM messenger.call_reaper_metrics()",
                   "SELECT runs_completed + runs_skipped + runs_rolled_back FROM messenger.call_reaper_metrics()"):
         try:

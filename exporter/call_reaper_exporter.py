@@ -120,15 +120,13 @@ class MetricSpec:
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("up", "gauge", "1 when the database answered this scrape's query, else 0."),
     MetricSpec("run_total", "counter",
-               "Reaper cycles recorded in the run ledger, by result: completed, skipped (lock busy) or "
-               "failed (rolled back). Idle cycles on the clock are idle_cycles_total.",
-               ("result",), {("completed",): "runs_completed", ("skipped",): "runs_skipped",
-                             ("failed",): "runs_rolled_back"}),
-    MetricSpec("idle_cycles_total", "counter",
-               "Cycles on the clock that found nothing to do: they leave no ledger row and are not in "
-               "run_total. Kept without WAL, so it starts again after a crash or a failover; no "
-               "sample on a standby.",
-               source={(): "idle_cycles"}, optional=True),
+               "Reaper cycles, by result: completed (recorded in the run ledger), idle (on the clock, "
+               "found nothing to do, no ledger row), skipped (lock busy) or failed (rolled back). "
+               "The idle series is kept without WAL: it starts again after a crash or a failover, "
+               "and has no sample on a standby.",
+               ("result",), {("completed",): "runs_completed", ("idle",): "idle_cycles",
+                             ("skipped",): "runs_skipped", ("failed",): "runs_rolled_back"},
+               optional=True),
     MetricSpec("items_total", "counter",
                "Calls handled by the reaper, by outcome: missed (ring timeout), failed (stale "
                "answered), poisoned (raised; left active and quarantined).",

@@ -26,7 +26,7 @@ BEGIN;
 -- runs the ledger holds after counters.idle_folded_through are added to the run and
 -- cycle-duration totals here (at most an hour of them). An idle cycle on the clock (the job's)
 -- leaves no row: idle_cycles is the unlogged count of them (messenger.call_reaper_idle_cycles,
--- the exporter's idle_cycles_total, which the liveness alert reads beside run_total), and the
+-- the exporter's run_total{result="idle"}, so the liveness alert sees idle cycles), and the
 -- end of the last one (messenger.call_reaper_idle_cycle_at) counts for last_run_at and
 -- last_success_at. A standby cannot read an unlogged sequence: idle_cycles is NULL there, and
 -- after a crash or a failover both start again (a counter reset, as Prometheus expects).

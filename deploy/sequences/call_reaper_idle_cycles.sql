@@ -11,7 +11,7 @@ BEGIN;
 CREATE UNLOGGED SEQUENCE messenger.call_reaper_idle_cycles AS bigint;
 
 COMMENT ON SEQUENCE messenger.call_reaper_idle_cycles IS
-    'Idle cycles on the clock (nothing to do; no ledger row), counted without WAL: exported as idle_cycles_total. Unlogged: starts again after a crash or a failover.';
+    'Idle cycles on the clock (nothing to do; no ledger row), counted without WAL: exported as run_total{result="idle"}. Unlogged: starts again after a crash or a failover.';
 GRANT SELECT, UPDATE ON SEQUENCE messenger.call_reaper_idle_cycles TO messenger_call_reaper_owner;
 -- messenger.call_reaper_status() runs with its caller's rights.
 GRANT SELECT ON SEQUENCE messenger.call_reaper_idle_cycles TO messenger_call_reaper_operator;

@@ -25,9 +25,10 @@ from reaper_support import wait_for
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
 # The published run_total{result} label values and the call_reaper_metrics() column each one reads:
-# result="failed" is a cycle that rolled back (docs/operations.md, "Words").
-RUN_RESULT_COLUMNS = {"completed": "runs_completed", "skipped": "runs_skipped",
-                      "failed": "runs_rolled_back"}
+# result="failed" is a cycle that rolled back (docs/operations.md, "Words"); result="idle" a cycle
+# on the clock that found nothing to do (no ledger row, an unlogged count).
+RUN_RESULT_COLUMNS = {"completed": "runs_completed", "idle": "idle_cycles",
+                      "skipped": "runs_skipped", "failed": "runs_rolled_back"}
 
 Samples = dict[tuple[str, frozenset], float]
 

@@ -74,7 +74,7 @@ def test_describe_and_collect_serve_the_same_families(monitor_dsn, reaper_paused
     assert collected == described
     # build_info beside the table: it describes the process, not the database.
     assert described[0][0] == P + "build_info"
-    assert len(described) == len(METRICS) + 1 == 18
+    assert len(described) == len(METRICS) + 1 == 17
 
 
 def test_every_metrics_column_feeds_exactly_one_family(conn):
@@ -144,6 +144,7 @@ def test_publishes_real_cycles(conn, make_conn, monitor_dsn, reaper_paused):
     assert delta(after, before, P + "run_total", result="completed") == 2
     assert delta(after, before, P + "run_total", result="skipped") == 1
     assert delta(after, before, P + "run_total", result="failed") == 0
+    assert delta(after, before, P + "run_total", result="idle") == 0  # an as_of cycle is recorded
     assert delta(after, before, P + "items_total", outcome="missed") == 4
     assert delta(after, before, P + "items_total", outcome="failed") == 2
     assert delta(after, before, P + "items_total", outcome="poisoned") == 1

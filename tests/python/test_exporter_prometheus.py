@@ -125,7 +125,6 @@ def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paus
         **{f'{P}items_total{{outcome="{o}"}}': row["items_" + o]
            for o in ("missed", "failed", "poisoned")},
         f"{P}skip_locked_total": row["skip_locked"],
-        f"{P}idle_cycles_total": row["idle_cycles"],
         f"{P}errors_total": row["errors"],
         f'{P}active_backlog{{phase="ring_timeout"}}': row["backlog_ring_timeout"],
         f'{P}active_backlog{{phase="stale_answered"}}': row["backlog_stale_answered"],
