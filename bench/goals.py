@@ -32,8 +32,8 @@ GOALS = (
          "x", "wall time of CALL drain_call_timeouts at the first batch size, the two shapes in EQUAL_ROUNDS interleaved"
          " rounds; the median of the rounds' ratios"),
     Goal("cycle_fixed", "a busy cycle's fixed cost above the batched bound's", "<=", 1.0, "ms",
-         "cyclecost.py: least squares of each contestant's median cycle ms against the calls it closed, through"
-         " CYCLE_BATCHES (two passes of opposite order); the reaper's intercept minus the bound's"),
+         "cyclecost.py: least squares, weighted by 1/ms^2, of each contestant's median cycle ms against the calls"
+         " it closed, through CYCLE_BATCHES (two passes of opposite order); the reaper's intercept minus the bound's"),
     Goal("cycle_per_call", "a busy cycle's cost per closed call, reaper / batched bound", "<=", 1.1, "x",
          "the same fit; the reaper's slope / the bound's"),
     Goal("precision_p99", "reap lag p99 of Missed calls, pg_cron job with the deadline wake", "<=", 50, "ms",
