@@ -4,19 +4,27 @@ just past its deadline, not by the next tick, up to polling_interval later.
 
 The procedure is CALLed here as pg_cron would, as the job role, in real time (it sleeps), in a
 database without pg_cron: once with the job recorded on a schedule in seconds (pg_cron 1.5+: one
-tick per CALL, then the deadlines until the next CALL), once on the minute loop (pg_cron 1.4).
+tick per CALL, then the deadlines until the next CALL), once on the minute loop (pg_cron 1.4),
+and once through the shipped Patroni callback (scripts/patroni-on-role-change), as a new primary
+runs it.
 What is asserted are events and their order (the closing cycle came after the tick, at or past
 the deadline, before the next tick), never a stopwatch time."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import secrets
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 from adoption_support import deployed_without_cron
+from ha_cluster import CALLBACK
+from psycopg import sql
 from reaper_facts import JOB_ROLE
 
 DB = "deadline_wake"
@@ -162,3 +170,53 @@ def test_while_another_session_holds_the_lock_no_deadline_cycle_adds_a_skipped_r
     assert results == ["skipped"]
     assert closed_at(db, call_id) == ("Ringing", None)
     holder.execute("SELECT pg_advisory_unlock(messenger.call_reaper_lock_key())")
+
+
+def test_the_patroni_callbacks_run_closes_a_call_at_its_deadline(db, tmp_path: Path):
+    # The shipped on_role_change callback on a node that just became the primary: its detached
+    # run CALLs the tick procedure, whose first cycle is the minute's tick; a call that falls due
+    # seconds later is closed by that run's deadline cycle, not left for the minute after.
+    db.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '60 seconds'")
+    while db.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
+        time.sleep(0.5)
+    password = secrets.token_urlsafe(24)
+    db.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(JOB_ROLE), sql.Literal(password)))
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:{DB}:{JOB_ROLE}:{password}\n")
+    pgpass.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "DATABASE_URL")}
+    env["PGPASSFILE"] = str(pgpass)
+    host = db.info.host if not db.info.host.startswith("/") else "localhost"  # password auth
+    try:
+        idle = idle_cycles(db)
+        since = db.execute("SELECT clock_timestamp()").fetchone()[0]
+        call_id, deadline = ringing(db, 3.0)
+        with open(tmp_path / "callback.log", "ab") as log:
+            rc = subprocess.run([str(CALLBACK), "--host", host, "--port", str(db.info.port), "--dbname", DB,
+                                 "--user", JOB_ROLE, "--wait", "10", "--limit", "40",
+                                 "on_role_change", "primary", "scope"],
+                                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                check=False, timeout=30).returncode
+        assert rc == 0
+        give_up = time.monotonic() + 20
+        while closed_at(db, call_id)[0] == "Ringing" and time.monotonic() < give_up:
+            time.sleep(0.2)
+        runs = runs_since(db, since)
+        status, ended = closed_at(db, call_id)
+        running = db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'patroni-on-role-change'"
+                             " AND query = 'CALL messenger.run_call_reaper_ticks()'").fetchone()[0]
+    finally:
+        # Paused, the run's CALL returns at its next nap.
+        db.execute("SELECT messenger.pause_call_reaper()")
+        give_up = time.monotonic() + 10
+        while time.monotonic() < give_up and db.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'patroni-on-role-change'").fetchone()[0]:
+            time.sleep(0.2)
+        db.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(JOB_ROLE)))
+    log_text = (tmp_path / "callback.log").read_text()
+    # Nothing else runs cycles in this database (no pg_cron): the callback's run ticked first
+    # (idle, counted) and was still running its minute when the deadline's cycle closed the call.
+    assert "event=detached" in log_text and running == 1, log_text
+    assert idle_cycles(db) >= idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
+    assert status == "Missed" and ended == runs[0][0] and deadline <= ended, (deadline, ended)
+    assert ended < since.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
