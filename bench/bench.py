@@ -33,6 +33,9 @@ Parts (PARTS), each in its own module:
                                and without the deadline wake, then the app-side loop: each Missed
                                call's lag past its deadline, exactly once, slot-seconds, the
                                reaper's time per call
+  busy-cost    busycost.py     a steady stream of Missed calls closed by this tree's job and by the
+                               latest release's, a minute each in databases of their own: CPU and
+                               WAL per closed call
 seed.py seeds and resets the data, report.py prints the tables and the goals, profiling.py the
 PROFILE=1 output.
 """
@@ -44,6 +47,7 @@ import os
 import time
 
 import afterdrain
+import busycost
 import contestants
 import costs
 import cyclecost
@@ -60,7 +64,7 @@ import seed
 from common import Run
 
 PARTS = ("idle", "idle-wal", "drain", "equal-keys", "cycle-cost", "product", "product-writes", "after-drain",
-         "precision")
+         "precision", "busy-cost")
 
 
 def run_all(run: Run) -> dict:
@@ -96,6 +100,8 @@ def run_all(run: Run) -> dict:
             results["after_drain"] = afterdrain.run_after_drain(run)
         if "precision" in parts:
             results["precision"] = precision.run_precision(run)
+        if "busy-cost" in parts:
+            results["busy_cost"] = busycost.run_busy_cost(run)
     return results
 
 
@@ -189,6 +195,8 @@ def main() -> None:
                    help="print pg_stat_statements for the first reaper drain (PROFILE=1)")
     p.add_argument("--markdown", default=env("BENCH_MARKDOWN"), help="also write the tables to this file")
     args = p.parse_args()
+    for name, value in busycost.env_defaults().items():
+        setattr(args, name, value)   # BUSY_* (bench/busycost.py's header)
     for name, value in precision.env_defaults().items():
         setattr(args, name, value)   # PRECISION_* (bench/precision.py's header)
     if args.idle_history is None:

@@ -10,6 +10,7 @@ import statistics
 import subprocess
 
 import afterdrain
+import busycost
 import contestants
 import costs
 import cyclecost
@@ -175,6 +176,13 @@ def precision_table(runs: list[dict], args) -> list[str]:
                   precision.table_rows(runs))
 
 
+def busy_cost_table(runs: list[dict], args) -> list[str]:
+    return _table([(f"a steady stream of Missed calls ({args.busy_rate:g} a second), one CALL of the job a minute,"
+                    " median of the rounds"), "rounds", "closed", "cycles", "CPU ms per closed call", "of it, cycles' ms",
+                   "WAL B per closed call", "lag p50 ms", "p99 ms", "idle minute: CPU ms", "idle minute: WAL B"],
+                  busycost.table_rows(runs, args.busy_release))
+
+
 def report(results: dict, run, total_s: float) -> str:
     args = run.args
     lines: list[str] = []
@@ -188,7 +196,8 @@ def report(results: dict, run, total_s: float) -> str:
              ("product", lambda r: product_table(r, args), product.measured),
              ("product_writes", lambda r: product_writes_table(r, args), productwrites.measured),
              ("after_drain", lambda r: after_drain_table(r, args), afterdrain.measured),
-             ("precision", lambda r: precision_table(r, args), precision.measured))
+             ("precision", lambda r: precision_table(r, args), precision.measured),
+             ("busy_cost", lambda r: busy_cost_table(r, args), busycost.measured))
     for key, table, measure in parts:
         if results.get(key):
             lines += table(results[key])
