@@ -6,8 +6,9 @@ messenger.call_reaper_idle_cycle_at, neither of which is WAL-logged or needs a t
 call_reaper_metrics() reports them (idle_cycles; last_run_at and last_success_at), so the
 liveness alerts keep seeing an idle reaper as alive.
 
-Proven on both paths: a cycle run by hand takes no transaction id (and a busy one, or an idle
-one with an as_of, still does: the check can fail), and the real pg_cron job's idle ticks write
+Proven on every path: a cycle run by hand takes no transaction id (and a busy one, or an idle
+one with an as_of, still does: the check can fail), a drain's last cycle (the one that finds
+nothing) leaves no row, and the real pg_cron job's idle ticks write
 no WAL record on any relation of the messenger schema (pg_walinspect names each record's
 relation) while the idle count rises. The lock warden, which samples the lock every second,
 records no running cycle in its first second, so it does not write for a tick it catches.
@@ -65,6 +66,23 @@ def test_an_idle_cycle_on_the_clock_takes_no_transaction_id_and_leaves_no_row(co
     row, xid = cycle_in_transaction(conn)
     assert row["missed_count"] == 1 and xid is not None and ledger_rows(conn) == runs + 2
     assert metrics(conn)["idle_cycles"] == before["idle_cycles"] + 1
+
+
+def test_a_drains_last_cycle_finds_nothing_and_leaves_no_row(conn, calls, reaper_paused):
+    # The drain's path: it runs cycles on the clock until one closes nothing. Five due calls at
+    # batch 2 are three busy cycles (2, 2, 1), each recorded, and that last idle one, which is not.
+    before = metrics(conn)
+    assert before["backlog"] == 0 and before["quarantined"] == 0, f"something is due already: {before}"
+    runs = ledger_rows(conn)
+    now = conn.execute("SELECT now()").fetchone()[0]
+    ids = [c["call_id"] for c in calls.add([ringing(now - timedelta(hours=1, seconds=i)) for i in range(5)])]
+    conn.execute("CALL messenger.drain_call_timeouts(batch_size => 2)")
+    assert [r[0] for r in conn.execute(
+        "SELECT missed_count FROM messenger.call_reaper_runs ORDER BY started_at DESC LIMIT %s",
+        [ledger_rows(conn) - runs]).fetchall()] == [1, 2, 2]
+    assert metrics(conn)["idle_cycles"] == before["idle_cycles"] + 1
+    assert conn.execute("SELECT count(*) FROM messenger.call_sessions WHERE call_id = ANY(%s) AND status = 'Missed'",
+                        [ids]).fetchone()[0] == 5
 
 
 def messenger_relfilenodes(conn) -> dict[tuple[int, int], str]:
