@@ -190,7 +190,7 @@ def test_the_patroni_callbacks_run_closes_a_call_at_its_deadline(db, tmp_path: P
     try:
         idle = idle_cycles(db)
         since = db.execute("SELECT clock_timestamp()").fetchone()[0]
-        call_id, deadline = ringing(db, 3.0)
+        call_id, deadline = ringing(db, 5.0)  # the callback reaches its first cycle well before
         with open(tmp_path / "callback.log", "ab") as log:
             rc = subprocess.run([str(CALLBACK), "--host", host, "--port", str(db.info.port), "--dbname", DB,
                                  "--user", JOB_ROLE, "--wait", "10", "--limit", "40",
