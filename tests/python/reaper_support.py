@@ -8,6 +8,9 @@ rows remembers their ids so the test can delete exactly what it made.
 
 from __future__ import annotations
 
+import os
+import pwd
+import subprocess
 import time
 import uuid
 from collections.abc import Iterable
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 from psycopg import sql
 from psycopg.rows import dict_row
 from reaper_facts import JOB_NAME, LOCK_KEY_SQL, WARDEN_JOB_NAME
@@ -23,6 +27,7 @@ FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 RING = timedelta(seconds=45)
 STALE = timedelta(hours=2)
 US = timedelta(microseconds=1)
+RESTART_OPT_IN = "CALL_REAPER_TEST_RESTARTABLE_CLUSTER"
 
 # Every table the reaper reads or writes, for "nothing changed" checksums.
 STATE_TABLES = (
@@ -240,3 +245,50 @@ def pg_cron_version(conn: psycopg.Connection) -> tuple[int, ...]:
     return tuple(int(x) for x in conn.execute(
         "SELECT split_part(extversion, '-', 1) FROM pg_extension WHERE extname = 'pg_cron'"
     ).fetchone()[0].split("."))
+
+
+def this_cluster(conn):
+    """(version, name, data directory) of the local cluster serving `conn`, or a loud failure."""
+    name, data_dir = conn.execute(
+        "SELECT current_setting('cluster_name'), current_setting('data_directory')"
+    ).fetchone()
+    if "/" not in name:
+        pytest.fail(f"cluster_name {name!r} is not VERSION/NAME: cannot find the test cluster")
+    version, cluster = name.split("/", 1)
+    listed = subprocess.run(["pg_lsclusters", "--no-header", version, cluster],
+                            check=False, capture_output=True, text=True)
+    if listed.returncode != 0 or data_dir not in listed.stdout:
+        pytest.fail(f"pg_lsclusters does not show {name} at {data_dir}"
+                    f" (PG_CLUSTER_CONF_ROOT={os.environ.get('PG_CLUSTER_CONF_ROOT')!r}):"
+                    f" {listed.stdout}{listed.stderr}")
+    conf_root = os.environ.get("PG_CLUSTER_CONF_ROOT", "/etc/postgresql")
+    throwaway = os.path.exists(os.path.join(conf_root, version, cluster, ".by_pg_virtualenv"))
+    if not throwaway and os.environ.get(RESTART_OPT_IN) != name:
+        pytest.fail(f"refusing to restart {name}: not a pg_virtualenv cluster;"
+                    f" set {RESTART_OPT_IN}={name} to allow it")
+    return version, cluster, data_dir
+
+
+def restart_server(conn, cluster, mode: str, while_down=None) -> None:
+    """Stop the server (pg_ctl stop -m mode: immediate is a crash, fast a clean shutdown), run
+    while_down() if given, and start it again.
+
+    Not `pg_ctlcluster restart`: it decides whether the server runs from the external pid
+    file /var/run/postgresql/VERSION-NAME.pid, which every pg_virtualenv cluster on the
+    machine (all named regress) shares, so a concurrent run makes it skip the stop and then
+    refuse to start. pg_ctl stop reads our own data directory's postmaster.pid.
+    """
+    version, name, data_dir = cluster
+    pg_ctl = f"/usr/lib/postgresql/{version}/bin/pg_ctl"
+    stop = [pg_ctl, "-D", data_dir, "stop", "-m", mode, "-w"]
+    if os.geteuid() == 0:  # pg_ctl refuses root: run it as the cluster's owner
+        stop = ["runuser", "-u", pwd.getpwuid(os.stat(data_dir).st_uid).pw_name, "--", *stop]
+    for command in (stop, ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start"]):
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+        if command is stop and while_down is not None:
+            while_down()
+    host, port = conn.info.host, str(conn.info.port)
+    ready = ["pg_isready", "-q", "-h", host, "-p", port]
+    wait_for(lambda: subprocess.run(ready, check=False).returncode == 0, 60,
+             "the restarted server to accept connections", interval=0.2)

@@ -8,9 +8,6 @@ it there, in the one-call-at-a-time retry, whose subtransactions must not swallo
 The fault is injected only once the cycle's backend is seen sleeping in that trigger.
 """
 
-import os
-import pwd
-import subprocess
 import threading
 import uuid
 from datetime import timedelta
@@ -26,13 +23,14 @@ from reaper_support import (
     backend_pid,
     lock_is_free,
     reap,
+    restart_server,
     ringing,
+    this_cluster,
     wait_for,
     waiting_on,
 )
 
 AS_OF = FUTURE
-RESTART_OPT_IN = "CALL_REAPER_TEST_RESTARTABLE_CLUSTER"
 
 
 @pytest.fixture
@@ -76,50 +74,6 @@ def remove_trap(dsn):
         c.execute("DROP SCHEMA IF EXISTS reaper_fault_test CASCADE")
 
 
-def this_cluster(conn):
-    """(version, name, data directory) of the local cluster serving `conn`, or a loud failure."""
-    name, data_dir = conn.execute(
-        "SELECT current_setting('cluster_name'), current_setting('data_directory')"
-    ).fetchone()
-    if "/" not in name:
-        pytest.fail(f"cluster_name {name!r} is not VERSION/NAME: cannot find the test cluster")
-    version, cluster = name.split("/", 1)
-    listed = subprocess.run(["pg_lsclusters", "--no-header", version, cluster],
-                            check=False, capture_output=True, text=True)
-    if listed.returncode != 0 or data_dir not in listed.stdout:
-        pytest.fail(f"pg_lsclusters does not show {name} at {data_dir}"
-                    f" (PG_CLUSTER_CONF_ROOT={os.environ.get('PG_CLUSTER_CONF_ROOT')!r}):"
-                    f" {listed.stdout}{listed.stderr}")
-    conf_root = os.environ.get("PG_CLUSTER_CONF_ROOT", "/etc/postgresql")
-    throwaway = os.path.exists(os.path.join(conf_root, version, cluster, ".by_pg_virtualenv"))
-    if not throwaway and os.environ.get(RESTART_OPT_IN) != name:
-        pytest.fail(f"refusing to crash-restart {name}: not a pg_virtualenv cluster;"
-                    f" set {RESTART_OPT_IN}={name} to allow it")
-    return version, cluster, data_dir
-
-
-def restart_immediate(conn, cluster):
-    """Crash the server (pg_ctl stop -m immediate) and start it again.
-
-    Not `pg_ctlcluster restart`: it decides whether the server runs from the external pid
-    file /var/run/postgresql/VERSION-NAME.pid, which every pg_virtualenv cluster on the
-    machine (all named regress) shares, so a concurrent run makes it skip the stop and then
-    refuse to start. pg_ctl stop reads our own data directory's postmaster.pid.
-    """
-    version, name, data_dir = cluster
-    pg_ctl = f"/usr/lib/postgresql/{version}/bin/pg_ctl"
-    stop = [pg_ctl, "-D", data_dir, "stop", "-m", "immediate", "-w"]
-    if os.geteuid() == 0:  # pg_ctl refuses root: run it as the cluster's owner
-        stop = ["runuser", "-u", pwd.getpwuid(os.stat(data_dir).st_uid).pw_name, "--", *stop]
-    for command in (stop, ["pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start"]):
-        done = subprocess.run(command, check=False, capture_output=True, text=True)
-        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
-    host, port = conn.info.host, str(conn.info.port)
-    ready = ["pg_isready", "-q", "-h", host, "-p", port]
-    wait_for(lambda: subprocess.run(ready, check=False).returncode == 0, 60,
-             "the restarted server to accept connections", interval=0.2)
-
-
 FAULTS = ["statement_timeout", "cancel", "terminate", "restart"]
 
 
@@ -158,7 +112,7 @@ def test_fault_mid_cycle_rolls_back_whole_cycle(fault, where, dsn, trap, calls, 
             elif fault == "terminate":
                 assert observer.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
             else:
-                restart_immediate(observer, cluster)
+                restart_server(observer, cluster, "immediate")
         thread.join(60)
         assert not thread.is_alive(), "the cycle survived the fault"
     finally:

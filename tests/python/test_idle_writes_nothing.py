@@ -12,17 +12,26 @@ nothing) leaves no row, and the real pg_cron job's idle ticks write
 no WAL record on any relation of the messenger schema (pg_walinspect names each record's
 relation) while the idle count rises. The lock warden, which samples the lock every second,
 records no running cycle in its first second, so it does not write for a tick it catches.
+
+When the idle count cannot be read (an unlogged sequence a promoted standby left unreadable),
+idle cycles are recorded in the ledger as before, each with a warning, until the runbook's
+recovery creates the sequences again.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import threading
 from datetime import timedelta
+from pathlib import Path
 
-from reaper_support import reap, ringing, wait_for
+import psycopg
+from reaper_support import reap, restart_server, ringing, this_cluster, wait_for
 
 BLOCK_REF = re.compile(r"rel \d+/(\d+)/(\d+)")
+REPO = Path(__file__).resolve().parents[2]
+RUNBOOK = REPO / "docs/runbooks/call-timeout-reaper.md"
 
 
 def metrics(conn) -> dict:
@@ -165,3 +174,66 @@ def test_the_warden_records_a_running_cycle_only_once_it_is_a_second_old(conn, m
                             (pid,)).fetchone()[0] == 1
     finally:
         held.join()
+
+
+def runbook_recreate_sequences() -> str:
+    """The runbook's recovery for "bad magic number in sequence", as a DBA pastes it into psql
+    (its \\i paths are relative to the release's root)."""
+    section = RUNBOOK.read_text().split('### "bad magic number in sequence', 1)[1].split("\n### ", 1)[0]
+    found = re.search(r"```sql\n(.*?)```", section, re.DOTALL)
+    assert found, f"{RUNBOOK.name}: no SQL block under the bad magic number heading"
+    return found[1]
+
+
+def recreate_sequences(dsn: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn], input=runbook_recreate_sequences(),
+                          cwd=REPO, capture_output=True, text=True, check=False)
+
+
+def idle_count_readable(conn) -> bool:
+    try:
+        conn.execute("SELECT pg_sequence_last_value('messenger.call_reaper_idle_cycles')")
+        return True
+    except psycopg.errors.InternalError:
+        return False
+
+
+def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_recreates_it(
+        conn, dsn, make_conn, reaper_paused):
+    # What a standby promoted by Patroni left with PostgreSQL 15.18 (test_failover meets it, not
+    # every time): the page of the unlogged sequence unreadable, "bad magic number in sequence"
+    # (XX000). Made here every time: a zeroed page over the sequence's file while the server is
+    # down. A clean stop keeps an unlogged relation as it is; a crash would reset it.
+    assert metrics(conn)["backlog"] == 0, "something is due already"
+    path = Path(conn.execute("SELECT current_setting('data_directory') || '/'"
+                             "       || pg_relation_filepath('messenger.call_reaper_idle_cycles')").fetchone()[0])
+
+    def zero_the_page() -> None:
+        with path.open("r+b") as f:
+            f.write(bytes(path.stat().st_size))
+
+    restart_server(conn, this_cluster(conn), "fast", zero_the_page)
+    c = make_conn()
+    warnings: list[str] = []
+    c.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized} {d.message_primary}"))
+    try:
+        assert not idle_count_readable(c), "the zeroed sequence still reads: the test made nothing unreadable"
+        runs = ledger_rows(c)
+        row = reap(c)
+        assert (row["result"], row["missed_count"], row["failed_count"]) == ("completed", 0, 0)
+        assert ledger_rows(c) == runs + 1, "the idle cycle was not recorded in the ledger instead"
+        assert [w for w in warnings if "event=idle_count_unavailable sqlstate=XX000" in w
+                and w.startswith("WARNING ")], warnings
+        m = metrics(c)
+        assert m["idle_cycles"] is None and m["last_success_at"] is not None, m
+
+        done = recreate_sequences(dsn)
+        assert done.returncode == 0, done.stdout + done.stderr
+        # Quiet again: the next idle cycle on the clock is counted, not recorded.
+        reap(c)
+        assert ledger_rows(c) == runs + 1
+        assert metrics(c)["idle_cycles"] == 1
+    finally:
+        if not idle_count_readable(c):
+            done = recreate_sequences(dsn)
+            assert done.returncode == 0, done.stdout + done.stderr
