@@ -127,6 +127,9 @@ def main() -> None:
                    help="cycle-cost: overdue calls seeded before each contestant's cycles (CYCLE_BACKLOG, default 40000)")
     p.add_argument("--cycle-cycles", type=int, default=int(env("CYCLE_CYCLES", "30")),
                    help="cycle-cost: timed cycles per batch size, contestant and pass (CYCLE_CYCLES, default 30)")
+    p.add_argument("--cycle-passes", type=int, default=int(env("CYCLE_PASSES", "4")),
+                   help="cycle-cost: passes over CYCLE_BATCHES, in alternating order of the contestants"
+                        " (CYCLE_PASSES, default 4)")
     p.add_argument("--idle-active", type=int_list, default=int_list(env("IDLE_ACTIVE", "100,10000,100000")),
                    help="live call counts for the idle cycle (IDLE_ACTIVE, default 100,10000,100000)")
     p.add_argument("--idle-history", type=int_list, default=None,

@@ -4,8 +4,10 @@ The drain's goals compare the two at one batch size; this part says where the ga
 through two drains (as the drain part once fitted through @200 and @1000) bends with the larger
 batch's own costs and put the gap per cycle; here each batch size of CYCLE_BATCHES runs
 CYCLE_CYCLES timed cycles of each contestant on a fresh CYCLE_BACKLOG of overdue calls (half of
-each phase, so every cycle's batch is full), in two passes of opposite order, and a
-least-squares line goes through the medians. Both contestants close 2 x batch calls a cycle.
+each phase, so every cycle's batch is full), in CYCLE_PASSES passes (4) of alternating order,
+and a least-squares line goes through the medians of the passes. Both contestants close
+2 x batch calls a cycle. Two passes left a run's fit at the mercy of one noisy pass (the fixed
+gap read 1.02 to 1.64 ms and the per-call ratio 1.08x to 1.31x in three runs of one tree).
 
 The line is weighted by 1 / median^2: a cycle's noise on these machines grows with its time (a
 500-call point moves by milliseconds between runs, a 2-call point by tenths), and unweighted the
@@ -60,13 +62,13 @@ def run_cycle_cost(run: Run) -> dict:
     a = run.args
     half = a.cycle_backlog // 2
     times: dict[str, dict[int, list[float]]] = {n: {} for n in NAMES}
-    for p in range(2):
+    for p in range(a.cycle_passes):
         for batch in a.cycle_batches:
             # One untimed cycle and the timed ones, each closing `batch` calls of each phase.
             cycles = min(a.cycle_cycles, half // batch - 1)
             if cycles < 3:
                 sys.exit(f"bench: CYCLE_BACKLOG {a.cycle_backlog:,} is too small for batch {batch}")
-            for name in NAMES if p == 0 else reversed(NAMES):
+            for name in NAMES if p % 2 == 0 else reversed(NAMES):
                 seed.reset_recent(run, half, half, a.live)
                 times[name].setdefault(batch, []).append(_cycles_ms(run, name, batch, cycles))
             log(f"cycle cost @{batch}, pass {p + 1}: " + ", ".join(f"{n} {times[n][batch][-1]:.2f} ms" for n in NAMES))
@@ -88,6 +90,7 @@ def fit(by_batch: dict[int, list[float]]) -> tuple[float, float]:
 
 
 def measured(times: dict) -> tuple[dict, list]:
+    passes = len(next(iter(times["reaper"].values())))
     (rf, rk), (bf, bk) = (fit(times[n]) for n in NAMES)
     batches = sorted(times["reaper"])
     ratio = ", ".join(f"@{b} {statistics.median(times['batched-bound'][b]) / statistics.median(times['reaper'][b]):.2f}"
@@ -96,7 +99,7 @@ def measured(times: dict) -> tuple[dict, list]:
     gap = statistics.median(times["reaper"][first]) - statistics.median(times["batched-bound"][first])
     return {"cycle_fixed": (rf - bf, f"directly at @{first}: {gap:+.2f} ms"), "cycle_per_call": (rk / bk, "")}, [
         ((f"a busy cycle's ms as fixed + µs per closed call (least squares weighted by 1/ms^2 through"
-          f" @{batches[0]}..@{batches[-1]}, medians of two passes): reaper; batched-bound"),
+          f" @{batches[0]}..@{batches[-1]}, medians of {passes} passes): reaper; batched-bound"),
          f"{rf:.2f} ms + {rk:.1f} µs; {bf:.2f} ms + {bk:.1f} µs"),
         ("the reaper's cost above the batched bound's: per cycle; per closed call",
          f"{rf - bf:+.2f} ms; {rk - bk:+.1f} µs"),

@@ -33,7 +33,7 @@ GOALS = (
          " rounds; the median of the rounds' ratios"),
     Goal("cycle_fixed", "a busy cycle's fixed cost above the batched bound's", "<=", 1.0, "ms",
          "cyclecost.py: least squares, weighted by 1/ms^2, of each contestant's median cycle ms against the calls"
-         " it closed, through CYCLE_BATCHES (two passes of opposite order); the reaper's intercept minus the bound's"),
+         " it closed, through CYCLE_BATCHES (CYCLE_PASSES passes of alternating order); the reaper's intercept minus the bound's"),
     Goal("cycle_per_call", "a busy cycle's cost per closed call, reaper / batched bound", "<=", 1.1, "x",
          "the same fit; the reaper's slope / the bound's"),
     Goal("precision_p99", "reap lag p99 of Missed calls, pg_cron job with the deadline wake", "<=", 50, "ms",
