@@ -205,14 +205,16 @@ def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_re
     # (XX000). Made here every time: a zeroed page over the sequence's file while the server is
     # down. A clean stop keeps an unlogged relation as it is; a crash would reset it.
     assert metrics(conn)["backlog"] == 0, "something is due already"
-    path = Path(conn.execute("SELECT current_setting('data_directory') || '/'"
-                             "       || pg_relation_filepath('messenger.call_reaper_idle_cycles')").fetchone()[0])
+    paths = [Path(p) for (p,) in conn.execute(
+        "SELECT current_setting('data_directory') || '/' || pg_relation_filepath(s)"
+        "  FROM unnest(ARRAY['messenger.call_reaper_idle_cycles', 'messenger.call_reaper_idle_cycle_at']::regclass[]) AS s")]
 
-    def zero_the_page() -> None:
-        with path.open("r+b") as f:
-            f.write(bytes(path.stat().st_size))
+    def zero_the_pages() -> None:
+        for path in paths:
+            with path.open("r+b") as f:
+                f.write(bytes(path.stat().st_size))
 
-    restart_server(conn, this_cluster(conn), "fast", zero_the_page)
+    restart_server(conn, this_cluster(conn), "fast", zero_the_pages)
     c = make_conn()
     warnings: list[str] = []
     c.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized} {d.message_primary}"))
@@ -226,6 +228,7 @@ def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_re
                 and w.startswith("WARNING ")], warnings
         m = metrics(c)
         assert m["idle_cycles"] is None and m["last_success_at"] is not None, m
+        assert c.execute("SELECT last_idle_cycle_at FROM messenger.call_reaper_status()").fetchone()[0] is None
 
         done = recreate_sequences(dsn)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -233,6 +236,7 @@ def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_re
         reap(c)
         assert ledger_rows(c) == runs + 1
         assert metrics(c)["idle_cycles"] == 1
+        assert c.execute("SELECT last_idle_cycle_at IS NOT NULL FROM messenger.call_reaper_status()").fetchone()[0]
     finally:
         if not idle_count_readable(c):
             done = recreate_sequences(dsn)
