@@ -204,9 +204,9 @@ def idle_count_readable(conn) -> bool:
 def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_recreates_it(
         conn, dsn, make_conn, reaper_paused):
     # What a standby promoted by Patroni left with PostgreSQL 15.18 (test_failover meets it, not
-    # every time): the page of the unlogged sequence unreadable, "bad magic number in sequence"
-    # (XX000). Made here every time: a zeroed page over the sequence's file while the server is
-    # down. A clean stop keeps an unlogged relation as it is; a crash would reset it.
+    # every time): the pages of the unlogged idle sequences unreadable, "bad magic number in
+    # sequence" (XX000). Made here every time: zeroed pages over the sequences' files while the
+    # server is down. A clean stop keeps an unlogged relation as it is; a crash would reset it.
     assert metrics(conn)["backlog"] == 0, "something is due already"
     paths = [Path(p) for (p,) in conn.execute(
         "SELECT current_setting('data_directory') || '/' || pg_relation_filepath(s)"
