@@ -12,11 +12,11 @@ the deadline, before the next tick), never a stopwatch time."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from adoption_support import deployed_without_cron
 from ha_cluster import CALLBACK
 from psycopg import sql
 from reaper_facts import JOB_ROLE
+from reaper_support import wait_for
 
 DB = "deadline_wake"
 RING = dt.timedelta(seconds=45)
@@ -86,6 +87,12 @@ def closed_at(conn: psycopg.Connection, call_id: str) -> tuple[str, dt.datetime 
                         (call_id,)).fetchone()
 
 
+def before_second_45(conn: psycopg.Connection) -> None:
+    """Waits, if need be, for a minute's first 45 s: a test's tick and deadlines then fall in one minute."""
+    wait_for(lambda: conn.execute("SELECT extract(second FROM clock_timestamp()) <= 45").fetchone()[0], 20,
+             "second 45 of a minute past", interval=0.5)
+
+
 def record_seconds_schedule(conn: psycopg.Connection, seconds: int) -> None:
     """The job recorded as cron/call_reaper records a pg_cron 1.5+ job: one tick per CALL."""
     conn.execute("UPDATE messenger.call_reaper_settings SET polling_interval = %s",
@@ -127,8 +134,7 @@ def test_with_wake_at_deadline_off_the_call_waits_for_the_next_tick(db):
 def test_on_the_minute_loop_a_call_is_closed_at_its_deadline_between_ticks(db):
     # One tick a minute (at :00, run at once by this CALL as the minute's first), deadlines between.
     db.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '60 seconds'")
-    while db.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
-        time.sleep(0.5)
+    before_second_45(db)
     call_id, deadline = ringing(db, 1.5)
     idle = idle_cycles(db)
     # A budget of 10 s: the CALL waits for deadlines while 5 s of it are left, then returns
@@ -177,8 +183,7 @@ def test_the_patroni_callbacks_run_closes_a_call_at_its_deadline(db, tmp_path: P
     # run CALLs the tick procedure, whose first cycle is the minute's tick; a call that falls due
     # seconds later is closed by that run's deadline cycle, not left for the minute after.
     db.execute("UPDATE messenger.call_reaper_settings SET polling_interval = '60 seconds'")
-    while db.execute("SELECT extract(second FROM clock_timestamp())").fetchone()[0] > 45:
-        time.sleep(0.5)
+    before_second_45(db)
     password = secrets.token_urlsafe(24)
     db.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(JOB_ROLE), sql.Literal(password)))
     pgpass = tmp_path / "pgpass"
@@ -198,20 +203,19 @@ def test_the_patroni_callbacks_run_closes_a_call_at_its_deadline(db, tmp_path: P
                                 env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 check=False, timeout=30).returncode
         assert rc == 0
-        give_up = time.monotonic() + 20
-        while closed_at(db, call_id)[0] == "Ringing" and time.monotonic() < give_up:
-            time.sleep(0.2)
+        wait_for(lambda: closed_at(db, call_id)[0] != "Ringing", 20, "the callback's run to close the call",
+                 interval=0.2)
         runs = runs_since(db, since)
         status, ended = closed_at(db, call_id)
         running = db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'patroni-on-role-change'"
                              " AND query = 'CALL messenger.run_call_reaper_ticks()'").fetchone()[0]
     finally:
-        # Paused, the run's CALL returns at its next nap.
+        # Paused, the run's CALL returns at its next nap (a cleanup: a run still there is not this test's failure).
         db.execute("SELECT messenger.pause_call_reaper()")
-        give_up = time.monotonic() + 10
-        while time.monotonic() < give_up and db.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'patroni-on-role-change'").fetchone()[0]:
-            time.sleep(0.2)
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: not db.execute("SELECT count(*) FROM pg_stat_activity"
+                                            " WHERE application_name = 'patroni-on-role-change'").fetchone()[0],
+                     10, "the callback's run to end", interval=0.2)
         db.execute(sql.SQL("ALTER ROLE {} PASSWORD NULL").format(sql.Identifier(JOB_ROLE)))
     log_text = (tmp_path / "callback.log").read_text()
     # Nothing else runs cycles in this database (no pg_cron): the callback's run ticked first
