@@ -232,12 +232,16 @@ def test_an_unreadable_idle_count_is_recorded_in_the_ledger_until_the_runbook_re
         m = metrics(c)
         assert m["idle_cycles"] is None and m["last_success_at"] is not None, m
         assert c.execute("SELECT last_idle_cycle_at FROM messenger.call_reaper_status()").fetchone()[0] is None
+        # The drain's idle cycle on the clock reaches the same ledger: recorded and said too.
+        c.execute("CALL messenger.drain_call_timeouts()")
+        assert ledger_rows(c) == runs + 2, "the drain's idle cycle was not recorded in the ledger"
+        assert len([w for w in warnings if "event=idle_count_unavailable" in w]) == 2, warnings
 
         done = recreate_sequences(dsn)
         assert done.returncode == 0, done.stdout + done.stderr
         # Quiet again: the next idle cycle on the clock is counted, not recorded.
         reap(c)
-        assert ledger_rows(c) == runs + 1
+        assert ledger_rows(c) == runs + 2
         assert metrics(c)["idle_cycles"] == 1
         assert c.execute("SELECT last_idle_cycle_at IS NOT NULL FROM messenger.call_reaper_status()").fetchone()[0]
     finally:
