@@ -4,78 +4,34 @@ BEGIN;
 
 -- messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 --
--- What the pg_cron job `messenger-call-timeout-reaper` CALLs. It runs one reaper cycle
--- (messenger.reap_call_timeouts with the configured options, as messenger._reap_cycle told the
--- previous cycle's run id, see drain_call_timeouts) at each polling_interval tick and
--- COMMITs after each, so every cycle is its own transaction and holds the single-runner lock
--- only while it runs.
---   * pg_cron 1.4 (schedule '* * * * *', no sub-minute schedules): one CALL per minute runs the
---     ticks minute + k * polling_interval that are still ahead or due, sleeping in between.
---     A tick already a whole interval late is dropped, not run twice in a row.
---   * pg_cron 1.5+ (native schedule 'N seconds'): one CALL runs exactly one tick, now (and the
---     deadline cycles until the next CALL, below).
---     Which of the two is the job's schedule as cron/call_reaper recorded it
---     (messenger.call_reaper_cron_jobs), not pg_cron's version here: a product database whose
---     jobs pg_cron keeps in another database has no pg_cron of its own (it used to run the
---     minute loop under a '15 seconds' schedule, holding a job slot 9 s of every 15), and an
---     extversion updated after the deploy does not change the schedule until the cron changes
---     are deployed again. Without that record (no pg_cron job: an outside scheduler CALLs it)
---     pg_extension decides, as before; the job role has no access to schema cron.
---   * Between ticks, with settings.wake_at_deadline (the default; never for an as_of run), it
---     also wakes at the next Ringing call's deadline (messenger.call_reaper_next_deadline after
---     the last cycle's as_of, probed again at every nap, so a call committed late is seen within
---     a nap) and runs a cycle then, its as_of at or just past the deadline: a Missed call closes within
---     a few milliseconds of its answer window instead of up to polling_interval later. Deadline
---     cycles are at least c_deadline_gap apart (a stream of deadlines costs at most one cycle per
---     gap, each closing those due since the last), run while c_catch_up_reserve of the CALL's
---     budget is left, and follow a full batch with catch-up as a tick does. The CALL then stays
---     until c_handover before the next CALL is due (the minute, or one polling_interval on
---     pg_cron 1.5+), or until only c_catch_up_reserve of its budget is left. Not past it: pg_cron
---     does not start a job's run while its previous run is still active (with the CALL staying
---     0.5 s past the minute, pg_cron 1.4 ran it only about one minute in three), and the calls
---     due between this CALL's end and the next one's first cycle wait for that cycle: on pg_cron 1.5+ it holds its job slot between runs, which is the
---     price of the precision (wake_at_deadline = false gives the slot back, docs/scheduling.md).
---     The stale-Answered phase, the retries of quarantined calls, and calls a cycle left (row-
---     locked, a full batch, committed late with an old started_at) keep the polling ticks.
---   * Pause: before every tick, and after every nap while it waits, it re-reads
---     messenger.call_reaper_settings.paused (messenger.pause_call_reaper()) and wake_at_deadline;
---     paused, it returns at once, so a pause takes effect at the next tick, never after the
---     minute, and the wake is turned on or off within a nap.
---   * It waits in naps of at most 0.1 s, each its own transaction: a sleeping statement holds
---     a snapshot, and a snapshot a second old keeps every row closed in that second from being
---     pruned or marked dead in the indexes (a drain then walked 82 instead of 30 buffers per
---     closed call, docs/design.md). tests/python/test_snapshot_horizon.py holds it to that.
---   * Retention is not its business: the deployer's job messenger-call-reaper-purge runs it,
---     so the job role needs no right to delete history.
---   * Catch-up: a cycle that closed a full batch_size in either phase may have left due calls
---     behind (a failover, a restart, a resumed pause, a cycle that ran long). The tick then
---     runs another cycle at once, each its own transaction, until one closes less than a full
---     batch, so a gap costs one tick, not one tick per batch. It stops early after c_max_run
---     (30 s) of catch-up in one tick, when less than c_catch_up_reserve (5 s, the target cycle
---     duration) of the CALL's statement_timeout budget is left, or when a cycle is skipped
---     (the lock holder is doing the work) or rolled back; the next tick carries on. A catch-up cycle
---     still running when the budget runs out is cancelled and rolls back whole, the cycles
---     before it stay committed. Logged as event=caught_up.
---   * as_of (tests, a DBA): run one tick now with reap_call_timeouts(as_of => as_of), its
---     catch-up included, and return; like reap_call_timeouts by hand it runs even while the
---     reaper is paused. NULL (what the job passes) is the schedule above.
+-- What the pg_cron job `messenger-call-timeout-reaper` CALLs; each cycle is its own transaction
+-- (COMMIT after each), so the single-runner lock is held only while one runs. Its waits are
+-- naps of at most 0.1 s, each its own transaction (a sleeping statement holds a snapshot). It
+-- waits for one of three things, v_for:
+--   * 'tick': the next polling_interval tick: a full cycle (messenger._reap_cycle), followed at
+--     once by more while one closes a full batch (catch-up: at most 30 s a tick, and while 5 s
+--     of the CALL's statement_timeout are left). A '... seconds' schedule (pg_cron 1.5+, as
+--     messenger.call_reaper_cron_jobs recorded it, else pg_extension) runs one tick per CALL; a
+--     minute schedule (pg_cron 1.4) the ticks of its minute, a tick a whole interval late dropped.
+--   * 'deadline': with settings.wake_at_deadline, the next Ringing call's deadline after the last
+--     cycle's as_of (messenger.call_reaper_next_deadline, probed at every nap), at least 20 ms
+--     after the last cycle: the lean closure messenger._reap_deadline, or the full cycle when it
+--     falls back or closed a full batch. Not after a skipped cycle (the lock's holder closes them).
+--   * 'handover': no tick left: deadlines are waited for until 100 ms before the next CALL is due
+--     or until 5 s of the budget are left, then it returns (pg_cron starts no run of a job while
+--     its previous run is active).
+-- Before every wait it re-reads paused and wake_at_deadline, and returns when the reaper is
+-- paused, when its own definition was replaced (a deploy or a revert: the next CALL runs the new
+-- one), or when that read fails (a revert took a grant or a column away beneath it).
+-- as_of (tests, a DBA): one tick with that as_of, its catch-up included, paused or not.
+-- Why each of these: docs/design.md, "Scheduling".
 --
--- statement_timeout: on PostgreSQL a CALL's statement_timeout covers the whole CALL, COMMITs
--- included, and a running statement cannot re-arm it. The job role's 30 s (the max run
--- duration) would cancel a minute of ticks at 30 s, so on pg_cron 1.4 cron/call_reaper sets
--- statement_timeout = 90s for messenger_call_reaper in this database: one minute of ticks plus
--- one full max run duration. The per-tick guarantee is kept here: a tick is only started while
--- at least 30 s of the CALL's budget remain, so every cycle gets its full 30 s and the CALL is
--- never cancelled because of the loop itself (the first tick always runs). The budget does not
--- bound a single cycle to 30 s (a CALL's timer cannot be re-armed): the lock warden
--- (run_call_reaper_warden) cancels any scheduled cycle after 30 s, first tick included, and it
--- rolls back whole. When the budget is too short for the remaining ticks it logs a WARNING
--- (event=ticks_cut_short) and returns; the next minute's run carries on.
---
+-- statement_timeout covers a whole CALL, COMMITs included: on pg_cron 1.4 cron/call_reaper sets
+-- 90 s for the job role (a minute of ticks plus one 30 s run); a tick starts only while 30 s of
+-- it remain (else event=ticks_cut_short), and the warden cancels a scheduled cycle after 30 s.
 -- SECURITY INVOKER with no SET clause: a procedure with a SET clause cannot COMMIT. It runs as
--- the job role, which may EXECUTE the SECURITY DEFINER reaper and call_reaper_next_deadline,
--- read polling_interval, paused, batch_size and wake_at_deadline, and its own job's recorded
--- schedule -- nothing of pg_cron.
+-- the job role, which may EXECUTE the reaper's SECURITY DEFINER routines and read the settings
+-- and its job's recorded schedule, nothing of pg_cron.
 CREATE OR REPLACE PROCEDURE messenger.run_call_reaper_ticks(as_of timestamptz DEFAULT NULL)
 LANGUAGE plpgsql
 AS $$
@@ -85,41 +41,38 @@ DECLARE
     c_deadline_gap constant interval := interval '20 milliseconds';
     c_handover constant interval := interval '100 milliseconds';
     v_started  constant timestamptz := clock_timestamp();
+    v_self     text;          -- this procedure's pg_proc row version when the CALL started
+    v_version  text;
+    v_for      text;          -- what the wait is for: 'tick', 'deadline' or 'handover'
     v_interval interval;
-    v_version  integer[];
     v_once     boolean;
     v_wake     boolean;
     v_paused   boolean;
     v_budget   interval;
     v_tick     timestamptz;
     v_end      timestamptz;
-    v_at       timestamptz;   -- what the wait is for: the tick, or a deadline before it
-    v_until    timestamptz;   -- with no tick left, how long deadlines are still waited for
+    v_at       timestamptz;   -- when: the tick, or a deadline before it (NULL: the handover)
+    v_until    timestamptz;   -- until when deadlines are waited for (the handover)
     v_next     timestamptz;
     v_done     timestamptz := '-infinity'::timestamptz;
     v_wait     numeric;
     v_ran      boolean := false;
     v_batch    integer;
     v_cycle    messenger.call_reaper_cycle;
-    v_cycles   integer;
-    v_closed   bigint;
     v_tick_run timestamptz;
 BEGIN
-    SELECT s.polling_interval, s.batch_size INTO STRICT v_interval, v_batch
-      FROM messenger.call_reaper_settings AS s;
-    IF run_call_reaper_ticks.as_of IS NULL THEN
-        SELECT r.schedule ~ 'second' INTO v_once FROM messenger.call_reaper_cron_jobs AS r WHERE r.kind = 'reaper';
-    END IF;
-    IF v_once IS NULL THEN
-        SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] INTO v_version
-          FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron';
-        v_once := v_version >= ARRAY[1, 5];
-    END IF;
     -- pg_settings.setting is in milliseconds; 0 means no statement_timeout at all.
-    SELECT nullif(g.setting::bigint, 0) * interval '1 millisecond' INTO v_budget
-      FROM pg_catalog.pg_settings AS g
-     WHERE g.name = 'statement_timeout';
-
+    SELECT s.polling_interval, s.batch_size,
+           (SELECT p.xmin::text FROM pg_catalog.pg_proc AS p
+             WHERE p.oid = pg_catalog.to_regprocedure('messenger.run_call_reaper_ticks(timestamptz)')),
+           coalesce((SELECT r.schedule ~ 'second' FROM messenger.call_reaper_cron_jobs AS r
+                      WHERE r.kind = 'reaper' AND run_call_reaper_ticks.as_of IS NULL),
+                    (SELECT string_to_array(split_part(e.extversion, '-', 1), '.')::integer[] >= ARRAY[1, 5]
+                       FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron')),
+           (SELECT nullif(g.setting::bigint, 0) * interval '1 millisecond' FROM pg_catalog.pg_settings AS g
+             WHERE g.name = 'statement_timeout')
+      INTO STRICT v_interval, v_batch, v_self, v_once, v_budget
+      FROM messenger.call_reaper_settings AS s;
     IF run_call_reaper_ticks.as_of IS NOT NULL OR v_once THEN
         v_tick := v_started;
         v_end := v_started + v_interval;
@@ -129,66 +82,71 @@ BEGIN
                   + v_interval * floor(extract(epoch FROM v_started - date_trunc('minute', v_started))
                                        / extract(epoch FROM v_interval));
     END IF;
-
     LOOP
         LOOP
-            SELECT s.paused, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL INTO v_paused, v_wake
-              FROM messenger.call_reaper_settings AS s;
-            IF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
-                RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
-                RETURN;
-            END IF;
-            COMMIT;
-            v_at := CASE WHEN v_tick < v_end THEN v_tick END;
-            v_until := NULL;
-            -- Not after a skipped cycle: the lock's holder (a DBA's drain) closes them, and each
-            -- deadline would add a skipped run to the ledger; the next tick looks again.
-            IF v_wake AND v_cycle.result IN ('completed', 'failed') THEN
-                -- Deadlines are waited for until the next CALL takes over and while a cycle has
-                -- its reserve of the CALL's budget (waiting past it would be cancelled).
-                v_until := least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve);
-                v_next := messenger.call_reaper_next_deadline(v_cycle.as_of);
-                IF v_next < v_until THEN
-                    v_at := least(v_at, greatest(v_next, v_done + c_deadline_gap));
+            -- Guarded: a deploy or a revert may change what this reads beneath the running CALL.
+            BEGIN
+                SELECT s.paused, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL,
+                       (SELECT p.xmin::text FROM pg_catalog.pg_proc AS p
+                         WHERE p.oid = pg_catalog.to_regprocedure('messenger.run_call_reaper_ticks(timestamptz)'))
+                  INTO v_paused, v_wake, v_version
+                  FROM messenger.call_reaper_settings AS s;
+                IF v_version IS DISTINCT FROM v_self THEN
+                    RAISE LOG 'call_reaper event=ticks_stopped reason=redefined';
+                    RETURN;
+                ELSIF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
+                    RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
+                    RETURN;
                 END IF;
-            END IF;
+                v_for := CASE WHEN v_tick < v_end THEN 'tick' ELSE 'handover' END;
+                v_at := CASE WHEN v_for = 'tick' THEN v_tick END;
+                -- Not after a skipped cycle (the lock's holder closes them); until the handover.
+                v_until := CASE WHEN v_wake AND v_cycle.result IN ('completed', 'failed')
+                                THEN least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve) END;
+                v_next := CASE WHEN v_until IS NOT NULL THEN messenger.call_reaper_next_deadline(v_cycle.as_of) END;
+                IF v_next < v_until AND greatest(v_next, v_done + c_deadline_gap) < coalesce(v_at, 'infinity') THEN
+                    v_for := 'deadline';
+                    v_at := greatest(v_next, v_done + c_deadline_gap);
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'call_reaper event=ticks_stopped reason=error sqlstate=% message=%', SQLSTATE, to_json(SQLERRM);
+                RETURN;
+            END;
+            COMMIT;
             v_wait := extract(epoch FROM coalesce(v_at, v_until) - clock_timestamp());
             IF v_wait IS NULL OR v_wait <= 0 THEN
-                EXIT WHEN v_at IS NOT NULL;
+                EXIT WHEN v_for <> 'handover';
                 RETURN;
             END IF;
             PERFORM pg_catalog.pg_sleep(least(v_wait, 0.1));
         END LOOP;
 
+        -- A deadline: the lean closure; the full cycle when it falls back or closed a full batch.
+        IF v_for = 'deadline' THEN
+            v_cycle := messenger._reap_deadline(v_cycle.as_of);
+            COMMIT;
+            IF v_cycle.result = 'completed' AND v_cycle.missed_count < v_batch THEN
+                v_done := clock_timestamp();
+                CONTINUE;
+            END IF;
         -- The first tick always runs: the CALL's own budget is then exactly that cycle's.
-        IF v_at = v_tick AND v_ran AND v_budget IS NOT NULL AND clock_timestamp() + c_max_run > v_started + v_budget THEN
+        ELSIF v_for = 'tick' AND v_ran AND v_budget IS NOT NULL AND clock_timestamp() + c_max_run > v_started + v_budget THEN
             RAISE WARNING 'call_reaper event=ticks_cut_short tick=% statement_timeout=% hint=%', v_tick, v_budget,
                 'on pg_cron 1.4 messenger_call_reaper needs statement_timeout >= 90s in this database';
             RETURN;
         END IF;
-
         v_tick_run := clock_timestamp();
-        v_cycles := 0;
-        v_closed := 0;
         LOOP
             v_cycle := messenger._reap_cycle(NULL, NULL, NULL, run_call_reaper_ticks.as_of, v_cycle.run_id);
             COMMIT;
             v_ran := true;
-            v_cycles := v_cycles + 1;
-            v_closed := v_closed + v_cycle.missed_count + v_cycle.failed_count;
             EXIT WHEN v_cycle.result <> 'completed'
                    OR greatest(v_cycle.missed_count, v_cycle.failed_count) < v_batch
                    OR clock_timestamp() >= v_tick_run + c_max_run
                    OR (v_budget IS NOT NULL AND clock_timestamp() + c_catch_up_reserve > v_started + v_budget);
         END LOOP;
         v_done := clock_timestamp();
-        IF v_cycles > 1 THEN
-            RAISE LOG 'call_reaper event=caught_up tick=% cycles=% closed=% last_result=% seconds=%',
-                to_json(v_at) #>> '{}', v_cycles, v_closed, v_cycle.result,
-                round(extract(epoch FROM v_done - v_tick_run)::numeric, 3);
-        END IF;
-
-        IF v_at = v_tick THEN
+        IF v_for = 'tick' THEN
             v_tick := v_tick + v_interval;
             WHILE v_tick + v_interval <= clock_timestamp() AND v_tick < v_end LOOP
                 v_tick := v_tick + v_interval;

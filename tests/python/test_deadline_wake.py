@@ -1,6 +1,8 @@
 """Between its polling ticks the scheduled job wakes at the next Ringing call's deadline
-(settings.wake_at_deadline, on by default): a Missed call is closed by a cycle whose as_of is at or
-just past its deadline, not by the next tick, up to polling_interval later.
+(settings.wake_at_deadline, on by default): a Missed call is closed at or just past its deadline,
+not by the next tick, up to polling_interval later. The deadline's closure is the lean one
+(messenger._reap_deadline: no ledger row; its run id on the outbox row); a call it cannot close
+falls back to the full cycle at once, which isolates it and writes the ledger row.
 
 The procedure is CALLed here as pg_cron would, as the job role, in real time (it sleeps), in a
 database without pg_cron: once with the job recorded on a schedule in seconds (pg_cron 1.5+: one
@@ -17,6 +19,7 @@ import datetime as dt
 import os
 import secrets
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,6 +90,14 @@ def closed_at(conn: psycopg.Connection, call_id: str) -> tuple[str, dt.datetime 
                         (call_id,)).fetchone()
 
 
+def closed_by_deadline_closure(conn: psycopg.Connection, call_id: str) -> bool:
+    """Its one CallMissed row carries a run id that has no ledger row: the lean closure's."""
+    return conn.execute("SELECT count(*) = 1 AND bool_and(NOT EXISTS (SELECT FROM messenger.call_reaper_runs AS r"
+                        "  WHERE r.run_id = o.correlation_id))"
+                        " FROM messenger.realtime_outbox AS o WHERE o.reference_id = %s AND o.kind = 'CallMissed'",
+                        (call_id,)).fetchone()[0]
+
+
 def before_second_45(conn: psycopg.Connection) -> None:
     """Waits, if need be, for a minute's first 45 s: a test's tick and deadlines then fall in one minute."""
     wait_for(lambda: conn.execute("SELECT extract(second FROM clock_timestamp()) <= 45").fetchone()[0], 20,
@@ -110,10 +121,10 @@ def test_on_a_schedule_in_seconds_a_call_is_closed_at_its_deadline_not_at_the_ne
     runs = runs_since(db, since)
     status, ended = closed_at(db, call_id)
     next_tick = since + dt.timedelta(seconds=5)
-    # The tick at the start closed nothing (counted idle, no ledger row); the cycle that woke at
-    # the deadline closed the call.
-    assert idle_cycles(db) == idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
-    assert status == "Missed" and ended == runs[0][0]
+    # The tick at the start closed nothing (counted idle, no ledger row); the closure that woke at
+    # the deadline closed the call, and left no ledger row either.
+    assert idle_cycles(db) == idle + 1 and runs == [], runs
+    assert status == "Missed" and closed_by_deadline_closure(db, call_id)
     assert deadline <= ended < next_tick, (deadline, ended, next_tick)
     # The CALL stayed for deadlines until the next one is due, not past it.
     assert db.execute("SELECT clock_timestamp()").fetchone()[0] < next_tick + dt.timedelta(seconds=1)
@@ -142,9 +153,9 @@ def test_on_the_minute_loop_a_call_is_closed_at_its_deadline_between_ticks(db):
     since = ticks_as_job(db, statement_timeout="10s")
     runs = runs_since(db, since)
     status, ended = closed_at(db, call_id)
-    # The minute's tick closed nothing (counted idle); the deadline's cycle closed the call.
-    assert idle_cycles(db) == idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
-    assert status == "Missed" and ended == runs[0][0] and deadline <= ended, (deadline, ended)
+    # The minute's tick closed nothing (counted idle); the deadline's closure closed the call.
+    assert idle_cycles(db) == idle + 1 and runs == [], runs
+    assert status == "Missed" and closed_by_deadline_closure(db, call_id) and deadline <= ended, (deadline, ended)
     assert db.execute("SELECT clock_timestamp()").fetchone()[0] < since + dt.timedelta(seconds=10)
 
 
@@ -161,6 +172,49 @@ def test_a_call_committed_late_with_an_old_started_at_is_left_to_the_next_tick(d
     assert closed_at(db, late_id) == ("Ringing", None)
     ticks_as_job(db)
     assert closed_at(db, late_id)[0] == "Missed"
+
+
+def test_a_call_the_closure_cannot_close_falls_back_to_the_full_cycle_at_once(db):
+    # A product trigger refuses one of two calls due at the same deadline: the closure's one
+    # statement fails whole, and the full cycle runs at once: it closes the healthy call and
+    # quarantines the other, in one ledger row, before the next tick.
+    record_seconds_schedule(db, 5)
+    poison, _ = ringing(db, 1.5)
+    healthy, deadline = ringing(db, 1.5)
+    db.execute("CREATE FUNCTION public.refuse_one() RETURNS trigger LANGUAGE plpgsql AS"
+               f" $$BEGIN IF NEW.call_id = '{poison}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END$$")
+    db.execute("CREATE TRIGGER refuse_one BEFORE UPDATE ON messenger.call_sessions"
+               " FOR EACH ROW EXECUTE FUNCTION public.refuse_one()")
+    try:
+        since = ticks_as_job(db)
+    finally:
+        db.execute("DROP TRIGGER refuse_one ON messenger.call_sessions")
+        db.execute("DROP FUNCTION public.refuse_one()")
+    runs = db.execute("SELECT as_of, missed_count, poisoned_count FROM messenger.call_reaper_runs"
+                      " WHERE started_at >= %s", (since,)).fetchall()
+    status, ended = closed_at(db, healthy)
+    assert [r[1:] for r in runs] == [(1, 1)], runs
+    assert status == "Missed" and ended == runs[0][0] and deadline <= ended < since + dt.timedelta(seconds=5)
+    assert closed_at(db, poison) == ("Ringing", None)
+    assert db.execute("SELECT count(*) FROM messenger.call_reaper_quarantine WHERE call_id = %s",
+                      (poison,)).fetchone()[0] == 1
+    db.execute("DELETE FROM messenger.call_reaper_quarantine")
+
+
+def test_a_call_held_at_its_deadline_is_skipped_by_the_closure_and_closed_by_the_next_tick(db, make_conn):
+    # answer-call holds the row at the deadline: the closure passes it (SKIP LOCKED) and never
+    # waits; once released, the next tick's fresh lane closes it.
+    record_seconds_schedule(db, 5)
+    held, _ = ringing(db, 1.0)
+    other, _ = ringing(db, 1.0)
+    holder = make_conn(dbname=DB)
+    with holder.transaction():
+        holder.execute("SELECT 1 FROM messenger.call_sessions WHERE call_id = %s FOR NO KEY UPDATE", (held,))
+        ticks_as_job(db)
+        assert closed_at(db, held) == ("Ringing", None)
+        assert closed_at(db, other)[0] == "Missed" and closed_by_deadline_closure(db, other)
+    ticks_as_job(db)
+    assert closed_at(db, held)[0] == "Missed"
 
 
 def test_while_another_session_holds_the_lock_no_deadline_cycle_adds_a_skipped_run(db, make_conn):
@@ -221,6 +275,50 @@ def test_the_patroni_callbacks_run_closes_a_call_at_its_deadline(db, tmp_path: P
     # Nothing else runs cycles in this database (no pg_cron): the callback's run ticked first
     # (idle, counted) and was still running its minute when the deadline's cycle closed the call.
     assert "event=detached" in log_text and running == 1, log_text
-    assert idle_cycles(db) >= idle + 1 and len(runs) == 1 and runs[0][1] == 1, runs
-    assert status == "Missed" and ended == runs[0][0] and deadline <= ended, (deadline, ended)
+    assert idle_cycles(db) >= idle + 1 and runs == [], runs
+    assert status == "Missed" and closed_by_deadline_closure(db, call_id) and deadline <= ended, (deadline, ended)
     assert ended < since.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
+
+
+def call_in_background(conn: psycopg.Connection) -> tuple[threading.Thread, dict]:
+    """ticks_as_job(conn) in a thread; the dict gets its end time and any error."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            ticks_as_job(conn)
+        except psycopg.Error as e:
+            out["error"] = e
+        out["ended"] = dt.datetime.now(dt.UTC)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+@pytest.mark.parametrize("change", ["replace the procedure", "revoke wake_at_deadline"])
+def test_a_running_call_returns_cleanly_when_a_deploy_changes_what_it_runs(db, make_conn, change):
+    # A deploy replaces the procedure beneath the job's running CALL, or a revert takes a grant it
+    # reads away (what 2.0.0's revert of the wake does first): the CALL returns at its next nap,
+    # without an error, so the job's run does not fail and the next CALL runs the new definition.
+    record_seconds_schedule(db, 5)
+    runner = make_conn(dbname=DB)
+    call_id, _ = ringing(db, 3.0)
+    thread, out = call_in_background(runner)
+    wait_for(lambda: db.execute("SELECT count(*) FROM pg_stat_activity"
+                                " WHERE query = 'CALL messenger.run_call_reaper_ticks()' AND state = 'active'").fetchone()[0],
+             5, "the CALL to run", interval=0.05)
+    if change == "replace the procedure":
+        db.execute(db.execute("SELECT pg_get_functiondef('messenger.run_call_reaper_ticks(timestamptz)'::regprocedure)")
+                   .fetchone()[0])
+    else:
+        db.execute(f"REVOKE SELECT (wake_at_deadline) ON messenger.call_reaper_settings FROM {JOB_ROLE}")
+    changed = dt.datetime.now(dt.UTC)
+    try:
+        thread.join(10)
+    finally:
+        db.execute(f"GRANT SELECT (wake_at_deadline) ON messenger.call_reaper_settings TO {JOB_ROLE}")
+    assert not thread.is_alive() and "error" not in out, out
+    # It returned within a nap or two, before the call's deadline 3 s on, which it no longer waits for.
+    assert out["ended"] - changed < dt.timedelta(seconds=1), out["ended"] - changed
+    assert closed_at(db, call_id) == ("Ringing", None)
