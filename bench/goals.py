@@ -14,7 +14,7 @@ class Goal:
     name: str  # {b0} = the first batch size, {backlog} = BACKLOG
     op: str  # "<=" or ">="
     threshold: float
-    unit: str  # "x", "ms", "B", "B/cycle" or "cycles"
+    unit: str  # "x", "ms", "B", "B/cycle", "cycles" or "rows"
     how: str
 
 
@@ -36,6 +36,10 @@ GOALS = (
          " it closed, through CYCLE_BATCHES (CYCLE_PASSES passes of alternating order); the reaper's intercept minus the bound's"),
     Goal("cycle_per_call", "a busy cycle's cost per closed call, reaper / batched bound", "<=", 1.1, "x",
          "the same fit; the reaper's slope / the bound's"),
+    Goal("deadline_fixed", "a deadline closure of one call above the batched bound at batch 1", "<=", 0.3, "ms",
+         "cyclecost.py: the median client-side ms of CYCLE_CYCLES committed messenger._reap_deadline closures of one"
+         " Ringing call each, minus the batched bound's at @1 (which closes one call of each phase), per pass; the"
+         " medians over CYCLE_PASSES passes"),
     Goal("precision_p99", "reap lag p99 of Missed calls, pg_cron job with the deadline wake", "<=", 50, "ms",
          "precision.py: ended_at - (started_at + ring_timeout) of every Missed call due in PRECISION_SECONDS of"
          " pgbench at PRECISION_RATE calls/s under the real pg_cron job"),
@@ -47,6 +51,13 @@ GOALS = (
          "the same calls"),
     Goal("precision_twice", "Missed calls pushed more than once, with and without the wake", "<=", 0, "calls",
          "CallMissed outbox rows grouped by call"),
+    Goal("busy_cpu", "a steady stream of Missed calls: the job's CPU per closed call, this tree / {release}", "<=", 1.5,
+         "x", "busycost.py: the CALL's backend user + system time over the calls it closed, BUSY_ROUNDS interleaved"
+         " minutes a contestant at BUSY_RATE calls/s (naps, probes and commits included); the medians' ratio"),
+    Goal("busy_wal", "a steady stream of Missed calls: WAL per closed call, this tree / {release}", "<=", 1.1, "x",
+         "the same minutes: the insert LSN's advance over the calls closed; the medians' ratio"),
+    Goal("busy_ledger", "a steady stream of Missed calls: ledger rows per closed Missed call, this tree", "<=", 0.1,
+         "rows", "the same minutes: call_reaper_runs rows the CALL wrote / the calls it closed; the median"),
     Goal("idle_active", "idle cycle time, fewest -> most live calls", "<=", 1.5, "x",
          "server-side median duration_ms of IDLE_CYCLES cycles at the largest IDLE_ACTIVE / at the smallest"),
     Goal("idle_history", "idle cycle time, smallest -> largest history", "<=", 1.5, "x",
@@ -93,6 +104,8 @@ def show(value: float, unit: str) -> str:
         return f"{value:.2f}x"
     if unit == "ms":
         return f"{value:.2f} ms"
+    if unit == "rows":
+        return f"{value:.3f} rows"
     return f"{value:,.0f} {unit}"
 
 

@@ -178,7 +178,7 @@ def precision_table(runs: list[dict], args) -> list[str]:
 
 def busy_cost_table(runs: list[dict], args) -> list[str]:
     return _table([(f"a steady stream of Missed calls ({args.busy_rate:g} a second), one CALL of the job a minute,"
-                    " median of the rounds"), "rounds", "closed", "cycles", "CPU ms per closed call", "of it, cycles' ms",
+                    " median of the rounds"), "rounds", "closed", "ledger rows", "CPU ms per closed call", "of it, cycles' ms",
                    "WAL B per closed call", "lag p50 ms", "p99 ms", "idle minute: CPU ms", "idle minute: WAL B"],
                   busycost.table_rows(runs, args.busy_release))
 
@@ -205,7 +205,8 @@ def report(results: dict, run, total_s: float) -> str:
             values.update(v)
             figures += f
     lines += _table(["goal", "threshold", "measured", "met", "how measured"],
-                    [list(r) for r in goals.rows(values, b0=args.batches[0], backlog=f"{args.backlog:,}")],
+                    [list(r) for r in goals.rows(values, b0=args.batches[0], backlog=f"{args.backlog:,}",
+                                               release=args.busy_release)],
                     "|---|---|---:|---|---|")
     if figures:
         lines += _table(["other figures (no goal)", "measured"], [list(f) for f in figures])
