@@ -143,10 +143,13 @@ class Exporter:
 
 
 def dashboard_queries() -> list[str]:
-    """Every PromQL string in the dashboard: panel targets and template variable queries."""
+    """Every PromQL string in the dashboard: panel targets and template variable queries (a
+    constant variable's "query" is its value, no PromQL: the runbook page)."""
     found: list[str] = []
 
     def walk(node):
+        if isinstance(node, dict) and node.get("type") == "constant":
+            return
         if isinstance(node, dict):
             for key, value in node.items():
                 if key in ("expr", "query", "definition") and isinstance(value, str):

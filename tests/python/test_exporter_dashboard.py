@@ -1,12 +1,14 @@
 """The Grafana dashboard and the alert rules only query metrics the exporter really serves (names
 taken from a real scrape); the dashboard shows cycles, items, backlog, reap lag, errors, job
-failures and build info, per job and instance, with a panel linked to each alert's runbook; the
-alerts keep the monitoring-mixin conventions and the runbook lists every one of them."""
+failures and build info, per job and instance, quantiles per instance, with a panel linked to each
+alert's runbook section; the alerts keep the monitoring-mixin conventions, link the runbook page a
+team sets or this release's, and the runbook has a section for each of them, in its table's order."""
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
 
 import pytest
 import yaml
@@ -26,7 +28,10 @@ RUNBOOK = REPO / "docs" / "runbooks" / "call-timeout-reaper.md"
 NAME = re.compile(r"\bmessenger_call_reaper_[A-Za-z0-9_:]*")
 # The metrics an expression reads: ours, and Prometheus' own `up` of the exporter's target.
 READS = re.compile(r"\b(?:messenger_call_reaper_[A-Za-z0-9_:]*|(?<![\w:])up(?=\{))")
-BASE = re.search(r"^#\s+runbook base URL: (\S+)$", ALERTS.read_text(), re.MULTILINE).group(1)
+# The runbook page when the Prometheus has no external label call_reaper_runbook_url: this
+# release's (alerts.yml's header).
+DEFAULT_PAGE = re.search(r"^#\s+default runbook page: (\S+)$", ALERTS.read_text(), re.MULTILINE).group(1)
+RUNBOOK_URL = '{{{{ or $externalLabels.call_reaper_runbook_url "{page}" }}}}#{anchor}'
 
 
 def rules() -> list[dict]:
@@ -69,7 +74,7 @@ def test_alert_rules_mention_only_served_metrics(served):
     ("cycles by result", r"by \(result\) \(rate\(messenger_call_reaper_run_total\b"),
     ("items by outcome", r"by \(outcome\) \(rate\(messenger_call_reaper_items_total\b"),
     ("backlog", r"messenger_call_reaper_active_backlog\b"),
-    ("reap-lag quantiles", (r"histogram_quantile\(0\.\d+, sum by \(le\) \(rate\("
+    ("reap-lag quantiles", (r"histogram_quantile\(0\.\d+, sum by \(instance, le\) \(rate\("
                             r"messenger_call_reaper_reap_lag_seconds_bucket\b")),
     ("errors", r"rate\(messenger_call_reaper_errors_total\b"),
     ("job failures", r"messenger_call_reaper_job_failing\b"),
@@ -95,13 +100,63 @@ def test_alerts_follow_the_mixin_conventions():
         assert rule["annotations"]["description"], name
 
 
-def test_every_runbook_link_is_under_the_one_base_and_resolves():
-    assert BASE.startswith("https://") and BASE.endswith("docs/runbooks/call-timeout-reaper.md")
-    dashboard_links = [link["url"] for panel in panels() for link in panel.get("links", [])]
-    for url in [r["annotations"]["runbook_url"] for r in rules()] + dashboard_links:
-        base, _, anchor = url.partition("#")
-        assert base == BASE, url
-        assert anchor in runbook_anchors(), url
+def version(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split("."))
+
+
+def test_the_default_runbook_page_is_this_releases():
+    # Pinned to a release tag, never a branch: an installed release links the runbook it came with.
+    # At least the version being built (pyproject.toml, which `make release` sets): the next
+    # release's before it is tagged, and a release that forgot to move it fails here.
+    found = re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/blob/v(\d+\.\d+\.\d+)"
+                         r"/docs/runbooks/call-timeout-reaper\.md", DEFAULT_PAGE)
+    assert found, DEFAULT_PAGE
+    built = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert version(found[1]) >= version(built), (found[1], built)
+
+
+def test_every_runbook_link_names_its_alerts_section():
+    anchors = runbook_anchors()
+    for rule in rules():
+        anchor = rule["alert"].lower()
+        assert rule["annotations"]["runbook_url"] == RUNBOOK_URL.format(page=DEFAULT_PAGE, anchor=anchor)
+        assert anchor in anchors, f"{rule['alert']}: no section of that name in the runbook"
+    # Grafana's links: the same page, from the dashboard's hidden variable runbook_url.
+    variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
+    assert variables["runbook_url"]["type"] == "constant"
+    assert variables["runbook_url"]["query"] == DEFAULT_PAGE
+    links = [link for panel in panels() for link in panel.get("links", [])]
+    assert links
+    for link in links:
+        alert = link["title"].removeprefix("Runbook: ")
+        assert link["url"] == "${runbook_url}#" + alert.lower(), link
+        assert alert.lower() in anchors, link
+
+
+def test_quantiles_are_per_instance():
+    """A histogram_quantile over buckets summed across instances mixes exporters whose lag and
+    polling interval differ: each keeps instance (dashboard) or reads one target's series as they
+    are (alerts)."""
+    queries = dashboard_queries() + [r["expr"] for r in rules()]
+    arguments = [query[m.end():] for query in queries
+                 for m in re.finditer(r"histogram_quantile\(\s*[\d.]+\s*,\s*", query)]
+    assert len(arguments) >= 6, arguments
+    for argument in arguments:
+        grouping = re.match(r"sum by \(([^)]*)\)", argument)
+        if grouping:
+            assert {"instance", "le"} <= {g.strip() for g in grouping[1].split(",")}, argument
+        else:
+            assert argument.startswith("rate("), argument
+
+
+def test_hints_name_sections_that_exist():
+    """A pointer to a page's section (docs/x.md, "title"; README "title") names a heading of it."""
+    hints = re.findall(r'\b([\w/.-]+\.md|README),?\s+"([^"]+)"', " ".join(ALERTS.read_text().split()))
+    assert hints, "no hint found"
+    for page, title in hints:
+        text = (REPO / (page if page.endswith(".md") else page + ".md")).read_text()
+        headings = [h.replace("`", "") for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)]
+        assert any(h.startswith(title) for h in headings), (page, title)
 
 
 def test_the_exporters_own_target_has_rules():
@@ -115,7 +170,7 @@ def test_every_alert_has_a_panel_linked_to_its_runbook():
         reads = set(READS.findall(rule["expr"]))
         assert reads, rule["alert"]
         linked = [p for p in panels()
-                  if rule["annotations"]["runbook_url"] in [lk["url"] for lk in p.get("links", [])]
+                  if "${runbook_url}#" + rule["alert"].lower() in [lk["url"] for lk in p.get("links", [])]
                   and reads <= {n for q in panel_queries(p) for n in READS.findall(q)}]
         assert linked, f"{rule['alert']}: no panel showing {sorted(reads)} links its runbook"
 
@@ -134,3 +189,6 @@ def test_runbook_alert_table_lists_every_alert():
     section = RUNBOOK.read_text().split("\n## Alerts\n", 1)[1].split("\n### ", 1)[0]
     listed = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
     assert sorted(listed) == sorted(r["alert"] for r in rules())
+    # One section per alert, named after it, in the table's order (the order pages arrive).
+    sections = re.findall(r"^### (CallReaper\w+)$", RUNBOOK.read_text(), re.MULTILINE)
+    assert sections == listed
