@@ -119,6 +119,7 @@ BEGIN
                 RETURN;
             END IF;
             PERFORM pg_catalog.pg_sleep(least(v_wait, 0.1));
+            EXIT WHEN v_wait <= 0.1 AND v_for <> 'handover';   -- slept to it: no second read
         END LOOP;
 
         -- A deadline: the lean closure; the full cycle when it falls back or closed a full batch.
