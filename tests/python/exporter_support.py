@@ -70,15 +70,17 @@ class Exporter:
     """call-reaper-exporter running as its own process, on a loopback port it picked; over
     HTTPS when its --web.config.file turns TLS on (its start line says so)."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None,
+                 command: list[str] | None = None):
+        """command: what to run instead of the installed script (another release's exporter)."""
         script = Path(sys.executable).with_name("call-reaper-exporter")
-        if not script.exists():
+        if command is None and not script.exists():
             pytest.fail(f"{script} missing: `make deps` installs the exporter package",
                         pytrace=False)
         # Never an inherited DATABASE_URL: each test says where the exporter connects.
         env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"}, **(env or {})}
         self.proc = subprocess.Popen(
-            [str(script), "--web.listen-address", "127.0.0.1:0", *args],
+            [*(command or [str(script)]), "--web.listen-address", "127.0.0.1:0", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
