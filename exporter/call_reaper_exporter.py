@@ -194,6 +194,12 @@ COLUMNS = frozenset().union(*(spec.columns() for spec in METRICS))
 
 def _families(row: dict | None) -> list[Metric]:
     """Metric families for one scrape; row None means the database did not answer (up 0 only)."""
+    if row is not None and row.get("idle_cycles") is not None and row.get("runs_completed") is not None:
+        # runs_completed counts every completed cycle (as 2.0.0's, whose exporter reads it);
+        # result="completed" is those the ledger keeps, durable, result="idle" the rest, which
+        # start again after a crash. A database without idle_cycles (2.0.0) counts its idle
+        # cycles in the ledger: runs_completed as it is.
+        row = {**row, "runs_completed": row["runs_completed"] - row["idle_cycles"]}
     families = []
     for spec in METRICS:
         family = spec.family()

@@ -24,13 +24,17 @@ from reaper_support import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
-# The published run_total{result} label values and the call_reaper_metrics() column each one reads:
-# result="failed" is a cycle that rolled back (docs/operations.md, "Words"); result="idle" a cycle
-# on the clock that found nothing to do (no ledger row, an unlogged count).
-RUN_RESULT_COLUMNS = {"completed": "runs_completed", "idle": "idle_cycles",
-                      "skipped": "runs_skipped", "failed": "runs_rolled_back"}
-
 Samples = dict[tuple[str, frozenset], float]
+
+
+def run_totals(row: dict) -> dict[str, float | None]:
+    """The published run_total{result} label values and each one's value from a
+    call_reaper_metrics() row: result="failed" is a cycle that rolled back (docs/operations.md,
+    "Words"); result="idle" a cycle on the clock that found nothing to do (no ledger row, an
+    unlogged count), which runs_completed includes (every completed cycle, as in 2.0.0)."""
+    idle = row.get("idle_cycles")
+    return {"completed": row["runs_completed"] - (idle or 0), "idle": idle,
+            "skipped": row["runs_skipped"], "failed": row["runs_rolled_back"]}
 
 
 def samples_of(families) -> Samples:

@@ -8,7 +8,9 @@
 - The release's exporter (its code at the commit that added the plan tag, run from a temporary
   directory) against this tree's database, where an idle cycle on the clock leaves no ledger row:
   its run_total still rises with each idle cycle, so its CallReaperNotRunning
-  (`sum without (result) (increase(run_total[1m])) == 0`) does not fire on an idle server.
+  (`sum without (result) (increase(run_total[1m])) == 0`) does not fire on an idle server
+  (call_reaper_metrics()' runs_completed counts every completed cycle, as in 2.0.0), while this
+  tree's exporter serves the same cycles under result="idle" alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import sys
 
 import psycopg
 import pytest
-from adoption_support import ROOT, create_product_database, drop_product_database, dsn_for, sqitch
+from adoption_support import (
+    ROOT,
+    create_product_database,
+    drop_product_database,
+    dsn_for,
+    sqitch,
+)
 from call_reaper_exporter import METRICS, PREFIX
 from exporter_support import sample
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -66,7 +74,7 @@ def release_exporter(tmp_path_factory) -> list[str]:
     return [sys.executable, str(directory / "call_reaper_exporter.py")]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def release_db(dsn):
     """A database of its own with the stand-in's tables and the reaper at the release's plan tag
     (no pg_cron: only cron.database_name holds jobs); one Missed call closed, then an idle cycle."""
@@ -110,18 +118,26 @@ def test_this_exporter_serves_a_release_database(release_db, monitor_dsn, start_
 
 def test_the_release_exporter_counts_idle_cycles_of_this_database(conn, monitor_dsn, start_exporter,
                                                                   release_exporter, reaper_paused):
-    exporter = start_exporter("--dsn", monitor_dsn, command=release_exporter)
-    before, _ = exporter.scrape()
+    release = start_exporter("--dsn", monitor_dsn, command=release_exporter)
+    this = start_exporter("--dsn", monitor_dsn)
+    before, _ = release.scrape()
+    this_before, _ = this.scrape()
     assert sample(before, P + "up") == 1
     ledger = conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
     cycles = [reap(conn) for _ in range(3)]
     assert all(c["missed_count"] == c["failed_count"] == 0 and c["lock_acquired"] for c in cycles), cycles
     assert conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0] == ledger, \
         "the cycles left ledger rows: not idle cycles on the clock"
-    after, _ = exporter.scrape()
+    after, _ = release.scrape()
+    this_after, _ = this.scrape()
 
     # What CallReaperNotRunning sums: run_total under every result the release's exporter serves.
     ran = sum(sample(after, P + "run_total", result=r) - sample(before, P + "run_total", result=r)
               for r in RELEASE_RUN_RESULTS)
     assert ran == len(cycles)
     assert sample(after, P + "last_run_timestamp_seconds") > sample(before, P + "last_run_timestamp_seconds")
+    # This tree's exporter serves them under result="idle" only: its completed series is the
+    # ledger's, which a crash does not set back.
+    assert {r: sample(this_after, P + "run_total", result=r) - sample(this_before, P + "run_total", result=r)
+            for r in ("completed", "idle", "skipped", "failed")} == \
+        {"completed": 0, "idle": len(cycles), "skipped": 0, "failed": 0}
