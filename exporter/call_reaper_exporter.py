@@ -287,6 +287,10 @@ class ReaperCollector(Collector):
             tcp_user_timeout=int((self._connect_timeout + self._statement_timeout) * 1000),
             keepalives=1,
             keepalives_idle=30,
+            # Never a prepared statement: an upgrade gives call_reaper_metrics() another row type,
+            # and a prepared scrape would then fail once ("cached plan must not change result
+            # type"); one short query per scrape gains nothing from preparing.
+            prepare_threshold=None,
         )
         try:
             conn.execute("SELECT pg_catalog.set_config('statement_timeout', %s, false)",
