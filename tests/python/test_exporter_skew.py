@@ -137,6 +137,31 @@ def test_exporter_first_then_the_database(release_db, monitor_dsn, start_exporte
     assert idle[0] is None and idle[2] == idle[1] + len(cycles), idle
 
 
+def test_database_first_then_the_exporter(release_db, monitor_dsn, start_exporter, release_exporter):
+    """The other order: the release's exporter fails one scrape at the upgrade (its prepared
+    statement), then counts the idle cycles in result="completed"; this tree's exporter, started
+    after it, serves them under result="idle", so its result="completed" is lower by them: one
+    counter reset for Prometheus (docs/exporter.md, "Upgrading")."""
+    target = monitor_dsn_for(monitor_dsn, RELEASE_DB)
+    release = start_exporter("--dsn", target, command=release_exporter)
+    for _ in range(6):
+        before, _ = release.scrape()
+    sqitch("deploy", RELEASE_DB, "--set", "scheduler=none")
+    upgraded, _ = release.scrape()
+    cycles = [reap(release_db) for _ in range(2)]
+    assert all(c["missed_count"] == c["failed_count"] == 0 for c in cycles), cycles
+    counted, _ = release.scrape()
+    release.stop()
+    this = start_exporter("--dsn", target)
+    switched, _ = this.scrape()
+
+    assert [sample(s, P + "up") for s in (before, upgraded, counted, switched)] == [1, 0, 1, 1], release.log
+    assert "cached plan must not change result type" in release.log
+    completed = [sample(s, P + "run_total", result="completed") for s in (before, counted, switched)]
+    assert completed == [completed[0], completed[0] + len(cycles), completed[0]], completed
+    assert sample(switched, P + "run_total", result="idle") == len(cycles)
+
+
 def test_the_release_exporter_counts_idle_cycles_of_this_database(conn, monitor_dsn, start_exporter,
                                                                   release_exporter, reaper_paused):
     release = start_exporter("--dsn", monitor_dsn, command=release_exporter)
