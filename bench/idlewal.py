@@ -26,16 +26,15 @@ BLOCK_REF = re.compile(r"rel (\d+)/(\d+)/(\d+)")
 
 
 def run_total(conn: psycopg.Connection) -> int:
-    """Cycles the reaper has counted: the exporter's run_total under every result, idle cycles on
-    the clock (no ledger row) included; else run_total without them (2.0.0); else ledger rows."""
-    for query in ("SELECT runs_completed + runs_skipped + runs_rolled_back + idle_cycles FROM messenger.call_reaper_metrics()",
-                  "SELECT runs_completed + runs_skipped + runs_rolled_back FROM messenger.call_reaper_metrics()"):
-        try:
-            with conn.transaction():
-                return conn.execute(query).fetchone()[0]
-        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction):
-            continue
-    return conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
+    """Cycles the reaper has counted: the exporter's run_total under every result (runs_completed
+    holds the idle cycles on the clock, which leave no ledger row, and 2.0.0's idle ledger rows);
+    else ledger rows."""
+    try:
+        with conn.transaction():
+            return conn.execute("SELECT runs_completed + runs_skipped + runs_rolled_back"
+                                " FROM messenger.call_reaper_metrics()").fetchone()[0]
+    except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction):
+        return conn.execute("SELECT count(*) FROM messenger.call_reaper_runs").fetchone()[0]
 
 
 def insert_lsn(conn: psycopg.Connection) -> str:

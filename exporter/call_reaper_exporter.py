@@ -8,7 +8,8 @@ or running several, changes nothing.
 
 When the database is down, slow or refuses us, the scrape reports
 ``messenger_call_reaper_up 0`` (and nothing else from the database) and the process keeps
-serving; the next scrape connects again.
+serving; the next scrape connects again. Columns are read by name: a database of an older
+release, whose row lacks some, is served as it is (their samples left out, said once in the log).
 
 The process side is that of every Prometheus exporter (docs/exporter.md): --web.listen-address,
 --web.telemetry-path, --web.config.file (TLS, basic auth; call_reaper_webconfig), --log.level,
@@ -89,6 +90,7 @@ class MetricSpec:
     histogram names the stem of its four columns (<stem>_bounds, _buckets, _count, _sum).
     ``source=None`` is the scrape's own health (``up``): 1 when the row arrived, else 0.
     ``optional``: a NULL column means "not known" and its sample is left out, not reported as 0.
+    A column the row does not have (an older release's database) leaves its sample out too.
     """
 
     name: str
@@ -186,8 +188,18 @@ METRICS: tuple[MetricSpec, ...] = (
 )
 
 
+# Every call_reaper_metrics() column the families read.
+COLUMNS = frozenset().union(*(spec.columns() for spec in METRICS))
+
+
 def _families(row: dict | None) -> list[Metric]:
     """Metric families for one scrape; row None means the database did not answer (up 0 only)."""
+    if row is not None and row.get("idle_cycles") is not None and row.get("runs_completed") is not None:
+        # runs_completed counts every completed cycle (as 2.0.0's, whose exporter reads it);
+        # result="completed" is those the ledger keeps, durable, result="idle" the rest, which
+        # start again after a crash. A database without idle_cycles (2.0.0) counts its idle
+        # cycles in the ledger: runs_completed as it is.
+        row = {**row, "runs_completed": row["runs_completed"] - row["idle_cycles"]}
     families = []
     for spec in METRICS:
         family = spec.family()
@@ -197,6 +209,8 @@ def _families(row: dict | None) -> list[Metric]:
             continue
         elif spec.type == "histogram":
             for labels, stem in spec.source.items():
+                if not spec.columns() <= row.keys():
+                    continue
                 # The table keeps cumulative ("le") counts beside fixed bounds; +Inf is the
                 # total count.
                 buckets = [(floatToGoString(le), n)
@@ -205,7 +219,7 @@ def _families(row: dict | None) -> list[Metric]:
                 family.add_metric(list(labels), buckets, row[stem + "_sum"])
         else:
             for labels, column in spec.source.items():
-                if spec.optional and row[column] is None:
+                if column not in row or (spec.optional and row[column] is None):
                     continue
                 family.add_metric(list(labels), spec.convert(row[column]))
         families.append(family)
@@ -222,6 +236,7 @@ class ReaperCollector(Collector):
         self._conn: psycopg.Connection | None = None
         self._lock = threading.Lock()
         self._healthy: bool | None = None
+        self._missing: list[str] = []
 
     def describe(self) -> Iterator[Metric]:
         # Registering calls describe(); answering from the table keeps it off the database.
@@ -251,6 +266,7 @@ class ReaperCollector(Collector):
                 self.close()
                 return None
             self._report(True)
+            self._report_missing(sorted(COLUMNS - row.keys()))
             return row
         finally:
             self._lock.release()
@@ -271,6 +287,10 @@ class ReaperCollector(Collector):
             tcp_user_timeout=int((self._connect_timeout + self._statement_timeout) * 1000),
             keepalives=1,
             keepalives_idle=30,
+            # Never a prepared statement: an upgrade gives call_reaper_metrics() another row type,
+            # and a prepared scrape would then fail once ("cached plan must not change result
+            # type"); one short query per scrape gains nothing from preparing.
+            prepare_threshold=None,
         )
         try:
             conn.execute("SELECT pg_catalog.set_config('statement_timeout', %s, false)",
@@ -283,6 +303,14 @@ class ReaperCollector(Collector):
             "host": info.host, "port": info.port, "dbname": info.dbname, "user": info.user,
             "backend_pid": info.backend_pid}})
         return conn
+
+    def _report_missing(self, missing: list[str]) -> None:
+        # Once per change, not per scrape: the database stays as it is until its next deploy.
+        if missing and missing != self._missing:
+            log.warning("messenger.call_reaper_metrics() has no column %s: a reaper release older "
+                        "than this exporter; their samples are left out until it is upgraded",
+                        ", ".join(missing))
+        self._missing = missing
 
     def _report(self, ok: bool, exc: Exception | None = None) -> None:
         # Log state changes loudly and repeats quietly: a long outage is one warning, not one per

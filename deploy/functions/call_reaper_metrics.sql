@@ -30,6 +30,10 @@ BEGIN;
 -- end of the last one (messenger.call_reaper_idle_cycle_at) counts for last_run_at and
 -- last_success_at. A standby cannot read an unlogged sequence: idle_cycles is NULL there, and
 -- after a crash or a failover both start again (a counter reset, as Prometheus expects).
+-- runs_completed keeps its 2.0.0 meaning, every completed cycle, so it includes idle_cycles: the
+-- 2.0.0 exporter reads only runs_completed, runs_skipped and runs_rolled_back for run_total,
+-- and without them its CallReaperNotRunning would page on an idle server. This exporter serves
+-- runs_completed - idle_cycles as result="completed" (durable) beside result="idle".
 --
 -- The single-runner lock (messenger.call_reaper_lock_holder, one home for who holds it and
 -- since when): how long it has been held as best known (0 when free or when nothing is known),
@@ -162,7 +166,7 @@ WITH s AS MATERIALIZED (
        AND r.started_at < 'infinity'
        AND r.lock_acquired AND r.result = 'completed'
 )
-SELECT k.runs_completed + (SELECT count(*) FROM idle),
+SELECT k.runs_completed + (SELECT count(*) FROM idle) + coalesce(v_idle_cycles, 0::bigint),
        k.runs_skipped_purged
            + (SELECT count(*) FROM messenger.call_reaper_runs AS r WHERE r.result = 'skipped'),
        k.runs_rolled_back,
@@ -204,7 +208,7 @@ END
 $$;
 
 COMMENT ON FUNCTION messenger.call_reaper_metrics() IS
-$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed; idle cycles on the clock, which leave no ledger row (NULL on a standby). Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
+$$One row for one Prometheus scrape of the call-timeout reaper: cumulative run/item/error counters, cycle-duration and reap-lag histograms (cumulative buckets against their bounds), last run and last success, the active backlog per phase (active calls past their configured window at now()), the quarantine size, the polling interval, and the single-runner lock: seconds held as best known (0 when free), whether the lock warden may end its holder, lock_ttl; per pg_cron job whether its last finished run failed; idle cycles on the clock, which leave no ledger row (NULL on a standby; also in runs_completed, which counts every completed cycle). Counts only, no call rows. Usage: SELECT * FROM messenger.call_reaper_metrics();$$;
 
 REVOKE ALL ON FUNCTION messenger.call_reaper_metrics() FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant

@@ -1,5 +1,6 @@
--- call_reaper_metrics publishes the counters row column for column, and counts skipped runs as
--- the purged total plus the skipped rows still in the ledger. Updating the counters row first
+-- call_reaper_metrics publishes the counters row column for column (runs_completed with the idle
+-- cycles on the clock added, which idle_cycles counts and no ledger row holds), and counts skipped
+-- runs as the purged total plus the skipped rows still in the ledger. Updating the counters row first
 -- holds its lock, so the scheduled job's next cycle waits for this transaction's rollback
 -- instead of changing the row under the test.
 BEGIN;
@@ -17,7 +18,7 @@ UPDATE messenger.call_reaper_counters
        last_run_at = '2001-02-03 04:05:06+00', last_success_at = '2001-02-03 04:05:00+00';
 
 SELECT results_eq($$
-    SELECT runs_completed, runs_rolled_back, items_missed, items_failed, items_poisoned,
+    SELECT runs_completed - coalesce(idle_cycles, 0), runs_rolled_back, items_missed, items_failed, items_poisoned,
            skip_locked, errors, cycle_duration_buckets, cycle_duration_count, cycle_duration_sum,
            reap_lag_buckets, reap_lag_count, reap_lag_sum, last_run_at, last_success_at
       FROM messenger.call_reaper_metrics()

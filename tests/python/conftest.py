@@ -233,11 +233,13 @@ def monitor_dsn(dsn: str) -> Iterator[str]:
 
 @pytest.fixture
 def start_exporter() -> Iterator[Callable[..., Exporter]]:
-    """Factory: start_exporter("--dsn", dsn, ...) -> a running Exporter, stopped after the test."""
+    """Factory: start_exporter("--dsn", dsn, ...) -> a running Exporter, stopped after the test
+    (command=: another release's exporter, exporter_support.Exporter)."""
     started: list[Exporter] = []
 
-    def start(*args: str, env: dict[str, str] | None = None) -> Exporter:
-        exporter = Exporter(*args, env=env)
+    def start(*args: str, env: dict[str, str] | None = None,
+              command: list[str] | None = None) -> Exporter:
+        exporter = Exporter(*args, env=env, command=command)
         started.append(exporter)
         return exporter
 

@@ -24,13 +24,17 @@ from reaper_support import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "monitoring" / "grafana-dashboard.json"
-# The published run_total{result} label values and the call_reaper_metrics() column each one reads:
-# result="failed" is a cycle that rolled back (docs/operations.md, "Words"); result="idle" a cycle
-# on the clock that found nothing to do (no ledger row, an unlogged count).
-RUN_RESULT_COLUMNS = {"completed": "runs_completed", "idle": "idle_cycles",
-                      "skipped": "runs_skipped", "failed": "runs_rolled_back"}
-
 Samples = dict[tuple[str, frozenset], float]
+
+
+def run_totals(row: dict) -> dict[str, float | None]:
+    """The published run_total{result} label values and each one's value from a
+    call_reaper_metrics() row: result="failed" is a cycle that rolled back (docs/operations.md,
+    "Words"); result="idle" a cycle on the clock that found nothing to do (no ledger row, an
+    unlogged count), which runs_completed includes (every completed cycle, as in 2.0.0)."""
+    idle = row.get("idle_cycles")
+    return {"completed": row["runs_completed"] - (idle or 0), "idle": idle,
+            "skipped": row["runs_skipped"], "failed": row["runs_rolled_back"]}
 
 
 def samples_of(families) -> Samples:
@@ -70,15 +74,17 @@ class Exporter:
     """call-reaper-exporter running as its own process, on a loopback port it picked; over
     HTTPS when its --web.config.file turns TLS on (its start line says so)."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None,
+                 command: list[str] | None = None):
+        """command: what to run instead of the installed script (another release's exporter)."""
         script = Path(sys.executable).with_name("call-reaper-exporter")
-        if not script.exists():
+        if command is None and not script.exists():
             pytest.fail(f"{script} missing: `make deps` installs the exporter package",
                         pytrace=False)
         # Never an inherited DATABASE_URL: each test says where the exporter connects.
         env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"}, **(env or {})}
         self.proc = subprocess.Popen(
-            [str(script), "--web.listen-address", "127.0.0.1:0", *args],
+            [*(command or [str(script)]), "--web.listen-address", "127.0.0.1:0", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

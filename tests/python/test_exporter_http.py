@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from call_reaper_exporter import BUILD, PREFIX
-from exporter_support import RUN_RESULT_COLUMNS, sample, samples_of
+from exporter_support import run_totals, sample, samples_of
 from psycopg.conninfo import conninfo_to_dict
 from reaper_support import reap
 
@@ -46,8 +46,8 @@ def test_serves_every_published_metric_with_the_database_values(conn, monitor_ds
 
     assert {name: types.get(name) for name in PUBLISHED_FAMILIES} == PUBLISHED_FAMILIES
     assert sample(samples, P + "up") == 1
-    for result, column in RUN_RESULT_COLUMNS.items():
-        assert sample(samples, P + "run_total", result=result) == row[column]
+    for result, value in run_totals(row).items():
+        assert sample(samples, P + "run_total", result=result) == value
     for outcome in ("missed", "failed", "poisoned"):
         assert sample(samples, P + "items_total", outcome=outcome) == row["items_" + outcome]
     assert sample(samples, P + "skip_locked_total") == row["skip_locked"]

@@ -19,10 +19,10 @@ import pytest
 from call_reaper_exporter import PREFIX
 from exporter_support import (
     REPO,
-    RUN_RESULT_COLUMNS,
     bcrypt_hash,
     dashboard_queries,
     make_certificates,
+    run_totals,
 )
 from reaper_support import reap
 
@@ -120,8 +120,7 @@ def test_prometheus_ingests_every_published_metric(conn, prometheus, reaper_paus
     cur = conn.execute("SELECT * FROM messenger.call_reaper_metrics()")
     row = dict(zip([c.name for c in cur.description], cur.fetchone(), strict=True))
     expected = {
-        **{f'{P}run_total{{result="{r}"}}': row[column]
-           for r, column in RUN_RESULT_COLUMNS.items()},
+        **{f'{P}run_total{{result="{r}"}}': value for r, value in run_totals(row).items()},
         **{f'{P}items_total{{outcome="{o}"}}': row["items_" + o]
            for o in ("missed", "failed", "poisoned")},
         f"{P}skip_locked_total": row["skip_locked"],
