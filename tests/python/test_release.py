@@ -14,7 +14,8 @@ Checked:
 - the upgrade a DBA runs: the tarball of the latest release, built from that release's tree,
   deployed, then this tree's tarball deployed over it, verified, reaping, reverted. The latest
   release is the newest git tag vX.Y.Z, else (a clone without tags) the commit that added the
-  plan's latest @v tag; with no tag in the plan, this tree's tarball is deployed over itself.
+  plan's latest @v tag; with no tag in the plan, this tree's tarball is deployed over itself;
+- the version: X.Y.Z only on the release commit, else the next version with .devN.
 """
 
 from __future__ import annotations
@@ -192,6 +193,22 @@ def latest_release() -> tuple[str, str] | None:
     added = run("git", "log", "--format=%H", f"-S@{plan_tags[-1]} ", "--", "sqitch.plan").stdout.split()
     assert added, f"no commit added @{plan_tags[-1]} to sqitch.plan"
     return added[-1], plan_tags[-1][1:]
+
+
+def test_the_tree_between_releases_is_the_next_version_in_development():
+    # make dist names the tarball by pyproject.toml's version: only the release commit itself may
+    # carry a released X.Y.Z; any other tree is the next version with .devN (PEP 440), so no
+    # second, different tarball is ever built under a released name.
+    release = latest_release()
+    head = run("git", "rev-parse", "HEAD").stdout.strip()
+    if release and release[0] == head:
+        assert VERSION == release[1], f"the release commit of {release[1]} says {VERSION}"
+        return
+    developed = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)\.dev\d+", VERSION)
+    assert developed, f"pyproject.toml says {VERSION}: between releases X.Y.Z.devN, the next version"
+    if release:
+        assert tuple(map(int, developed.groups())) > tuple(map(int, release[1].split("."))), \
+            f"{VERSION} is not after the latest release, {release[1]}"
 
 
 def release_tarball(commit: str, version: str, tmp_path: Path) -> Path:
