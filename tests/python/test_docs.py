@@ -85,4 +85,4 @@ def test_the_readme_is_a_landing_page():
           if line.strip() and not line.startswith(("#", "set ", "cd "))]
     assert ci == [commands[1]], ".ci/run must run exactly the README's test command"
     sections = re.findall(r"(?m)^## (.*)$", README.read_text())
-    assert sections == ["Install into an existing database", "Is it working", "Upgrade", "Uninstall", "Documents"]
+    assert sections == ["Deploy into an existing database", "Is it working", "Upgrade", "Uninstall", "Documents"]
