@@ -5,7 +5,11 @@ directory outside the checkout, with no git, and runs sqitch there against a fre
 holding the stand-in's tables (--set scheduler=none: only cron.database_name holds pg_cron jobs).
 Checked:
 - the tarball holds the bundle with every script and include of the tree, the exporter's wheel
-  at the release's version, the DBA's documents, and nothing else; its .sha256 verifies;
+  at the release's version, the DBA's documents (README and every page it links to,
+  transitively) and scripts, and nothing else; its .sha256 verifies;
+- unpacked, every relative link and #anchor of its pages, and every document or section its
+  scripts' messages, alerts and runbook name, resolves inside it (scripts/doclinks.py); the DBA
+  scripts run from it;
 - deploy, verify, a due call of each phase closes with its outbox rows, revert: every product
   object and row as it was, nothing of the reaper's left;
 - a file missing from an unpacked tarball fails `scripts/dist --check` and the revert that reads it;
@@ -25,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tomllib
 import zipfile
@@ -45,11 +50,18 @@ from adoption_support import (
 )
 from reaper_support import ringing, wait_for
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from doclinks import check as broken_docs
+
 NO_CRON = ("--set", "scheduler=none")
 DIST = ROOT / "scripts" / "dist"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 # What a DBA needs beside the bundle's sqitch.conf, sqitch.plan, deploy/, revert/, verify/.
-DOCUMENTS = {"README.md", "LICENSE", "CHANGELOG.md", "server.conf", "monitoring", "sql", "docs", "wheel"}
+DOCUMENTS = {"README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md", "server.conf", "monitoring", "sql",
+             "docs", "wheel", "scripts", "exporter"}
+# The scripts the pages tell a DBA to run, and what they read beside them.
+DBA_SCRIPTS = {"scripts/reaper-job", "scripts/lib.sh", "scripts/reaper-loop", "scripts/patroni-on-role-change",
+               "exporter/call_reaper_dsn.py"}
 
 
 def run(*command: str | Path, cwd: Path = ROOT, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -137,7 +149,8 @@ def test_the_tarball_holds_what_a_dba_needs_and_nothing_else(tarball, tmp_path):
     assert files_under(top, "deploy", "revert", "verify") == tracked("deploy", "revert", "verify")
     assert any("/include/" in f for f in files_under(top, "deploy", "revert", "verify"))
     assert files_under(top, "monitoring") == tracked("monitoring")
-    assert files_under(top, "docs") == {"docs/runbooks/call-timeout-reaper.md", "docs/operations.md"}
+    assert files_under(top, "docs") == tracked("docs")   # every page is linked from the README's
+    assert files_under(top, "scripts", "exporter") == DBA_SCRIPTS
     assert files_under(top, "sql") == tracked("sql") - {"sql/demo_calls.sql"}
     (wheel,) = (top / "wheel").iterdir()
     assert wheel.name == f"call_timeout_reaper_exporter-{VERSION}-py3-none-any.whl"
@@ -153,11 +166,35 @@ def test_the_tarball_holds_what_a_dba_needs_and_nothing_else(tarball, tmp_path):
     assert imported.stdout.strip().startswith(str(wheel))
 
 
+def test_every_link_and_named_section_of_the_tarball_resolves_in_it(tarball, tmp_path):
+    top = unpack(tarball, tmp_path / "unpacked")
+    assert broken_docs(top) == []
+    # The check reads the tarball, not the tree: a page it lacks is reported.
+    (top / "docs" / "scheduling.md").unlink()
+    broken = broken_docs(top)
+    assert "README.md: docs/scheduling.md: no such file" in broken
+    assert any(b.startswith("docs/runbooks/call-timeout-reaper.md: ../scheduling.md") for b in broken)
+
+
 def test_deploy_verify_reap_and_revert_from_the_tarball(tarball, tmp_path, product_db):
     name, conn = product_db
     found = product_objects(conn)
     bundle = unpack(tarball, tmp_path / "unpacked")
     sqitch("deploy", name, *NO_CRON, cwd=bundle)
+    # The DBA scripts run from the unpacked tarball, beside nothing of the checkout's.
+    env = {**os.environ, "PGDATABASE": name}
+    env.pop("DATABASE_URL", None)
+    status = subprocess.run([bundle / "scripts" / "reaper-job", "status"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, check=False)
+    assert status.returncode == 0 and status.stdout.startswith("running"), status.stdout + status.stderr
+    # reaper-loop imports the redaction from ../exporter: the tarball's own copy, not the tree's.
+    python = ROOT / ".venv" / "bin" / "python"
+    loop = run(python, "-c", "import runpy, sys; runpy.run_path('scripts/reaper-loop', run_name='imported');"
+               " print(sys.modules['call_reaper_dsn'].__file__)", cwd=bundle)
+    assert loop.stdout.strip() == str(bundle / "exporter" / "call_reaper_dsn.py")
+    assert "scheduler=none" in run(python, bundle / "scripts" / "reaper-loop", "--help", cwd=tmp_path).stdout
+    # A callback for a replica is ignored at once: the one run that needs no Patroni.
+    run(bundle / "scripts" / "patroni-on-role-change", "on_role_change", "replica", "test", cwd=tmp_path)
     deploy_reap_revert(conn, name, bundle, found)
 
 
