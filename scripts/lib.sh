@@ -2,8 +2,8 @@
 # Helpers shared by the bash scripts of scripts/ and bench/: source it, do not run it.
 #   . scripts/lib.sh                   (a script that has done cd "$(dirname "$0")/..")
 #   . "$(dirname "$0")/lib.sh"         (a script of scripts/ that keeps the caller's directory)
-# The release tarball ships no script, so it need not ship this one; a script a host runs on
-# its own, outside the checkout (scripts/patroni-on-role-change), must not source it.
+# The release tarball ships it beside reaper-job, which sources it; a script a host runs on its
+# own, outside the checkout (scripts/patroni-on-role-change), must not source it.
 
 # Named as the Makefile and the docs name the script (scripts/dist, bench/in-cluster), so a
 # message says which of several scripts run by one make target gave up.

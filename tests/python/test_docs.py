@@ -3,6 +3,9 @@
 - every relative link in README.md, CONTRIBUTING.md, CHANGELOG.md and docs/ names a file or
   folder that exists, and its #anchor a heading of that page (GitHub's slugs) or an HTML anchor;
   links to other sites are not fetched;
+- every document, section and item named in a script's message (a deploy refusal's HINT), an
+  alert or a runbook line exists (`README "Server settings"`: a heading of the README);
+  scripts/doclinks.py holds both rules, which test_release.py applies to the unpacked tarball;
 - the README is a landing page: at most 200 lines, what the reaper does with its numbers in the
   first 10, then exactly two commands, `make run` and `make test`; .ci/run calls that same test
   command; then its sections in the order a DBA needs them.
@@ -11,39 +14,18 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from doclinks import anchors, broken_links, broken_names, links, named
+
 PAGES = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
                 *(ROOT / "docs").rglob("*.md")])
 README = ROOT / "README.md"
-LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-
-
-def prose(text: str) -> str:
-    """The page without its fenced code blocks: a link there is code, not a link."""
-    return re.sub(r"(?ms)^(```|~~~).*?^\1", "", text)
-
-
-def anchors(page: Path) -> set[str]:
-    """GitHub's heading ids of a page (lower case, punctuation but - and _ dropped, spaces to -,
-    a repeated one suffixed -1, -2, ...), and its explicit <a id|name="...">."""
-    text = page.read_text()
-    seen: dict[str, int] = {}
-    found = set(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", text))
-    for heading in re.findall(r"(?m)^#{1,6}\s+(.*?)\s*#*\s*$", prose(text)):
-        heading = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
-        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-        n = seen.get(slug, 0)
-        seen[slug] = n + 1
-        found.add(slug if n == 0 else f"{slug}-{n}")
-    return found
-
-
-def links(page: Path) -> list[str]:
-    return LINK.findall(prose(page.read_text()))
 
 
 def test_the_pages_are_found():
@@ -59,17 +41,35 @@ def test_the_link_parser_sees_links_and_anchors():
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_resolves(page: Path):
-    broken = []
-    for target in links(page):
-        if re.match(r"[a-z][a-z0-9+.-]*:", target):   # https:, mailto: ...
-            continue
-        path, _, anchor = target.partition("#")
-        linked = (page.parent / path).resolve() if path else page
-        if not linked.exists():
-            broken.append(f"{target}: no such file")
-        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
-            broken.append(f"{target}: no heading #{anchor} in {linked.relative_to(ROOT)}")
-    assert not broken, f"{page.relative_to(ROOT)}:\n" + "\n".join(broken)
+    broken = broken_links(page, ROOT)
+    assert not broken, "\n".join(broken)
+
+
+def test_the_name_parser_sees_hints_and_alerts():
+    # The check below is empty if the parser finds nothing: names known to be there.
+    found = named(ROOT)
+    assert ("deploy/requires/call_reaper_roles.sql", "README.md", "Deploy into an existing database", 2) in found
+    assert ("deploy/cron/call_reaper.sql", "README.md", "Server settings", None) in found
+    assert ("monitoring/alerts.yml", "README.md", "pg_cron in libpq mode", None) in found
+    assert ("deploy/functions/_reap_ledger.sql", "docs/runbooks/call-timeout-reaper.md",
+            "bad magic number in sequence", None) in found
+
+
+def test_a_name_that_leads_nowhere_is_reported(tmp_path):
+    (tmp_path / "deploy").mkdir()
+    (tmp_path / "deploy" / "x.sql").write_text(
+        "RAISE ... HINT = 'see README \"Setup\" item 2, docs/gone.md and README, \"Nowhere\"';\n"
+        "-- a comment naming README \"Commented\" is not read\n")
+    (tmp_path / "README.md").write_text("# x\n\n## Setup\n\n1. one\n")
+    assert broken_names(tmp_path) == [
+        'deploy/x.sql: README.md "Setup" item 2: the section has no item 2',
+        "deploy/x.sql: docs/gone.md: no such file",
+        'deploy/x.sql: README.md "Nowhere": no such section']
+
+
+def test_every_named_document_and_section_exists():
+    broken = broken_names(ROOT)
+    assert not broken, "\n".join(broken)
 
 
 def test_the_readme_is_a_landing_page():
@@ -85,4 +85,4 @@ def test_the_readme_is_a_landing_page():
           if line.strip() and not line.startswith(("#", "set ", "cd "))]
     assert ci == [commands[1]], ".ci/run must run exactly the README's test command"
     sections = re.findall(r"(?m)^## (.*)$", README.read_text())
-    assert sections == ["Install into an existing database", "Is it working", "Upgrade", "Uninstall", "Documents"]
+    assert sections == ["Deploy into an existing database", "Is it working", "Upgrade", "Uninstall", "Documents"]

@@ -14,6 +14,7 @@ import time
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from importlib import metadata
 
 import pytest
 from call_reaper_exporter import PREFIX
@@ -195,7 +196,7 @@ def test_prometheus_scrapes_over_https_with_basic_auth(tmp_path, start_exporter,
         server.wait("scraped over HTTPS with up 1", lambda: server.value(
             f'{P}up{{job="call-reaper"}}') == 1, deadline)
         assert server.value('up{job="call-reaper"}') == 1
-        assert server.value(f'{P}build_info{{job="call-reaper", version="2.0.0"}}') == 1
+        assert server.value(f'{P}build_info{{job="call-reaper", version="{metadata.version("call-timeout-reaper-exporter")}"}}') == 1
 
         def refused():
             [target] = [t for t in server.get("/api/v1/targets")["data"]["activeTargets"]

@@ -10,6 +10,7 @@ import json
 import ssl
 import subprocess
 import sys
+import tomllib
 import urllib.error
 import urllib.request
 from importlib import metadata
@@ -21,6 +22,8 @@ from exporter_support import REPO, bcrypt_hash, closed_port, make_certificates, 
 
 P = PREFIX
 SCRIPT = Path(sys.executable).with_name("call-reaper-exporter")
+# The version make deps installed from this tree: build_info and --version report it.
+VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 NO_DB = f"postgresql://nobody@127.0.0.1:{closed_port()}/messenger"
 
 
@@ -44,7 +47,7 @@ def test_version_and_help_show_the_shared_flags():
     version = run("--version")
     assert version.returncode == 0
     installed = metadata.version("call-timeout-reaper-exporter")
-    assert installed == "2.0.0"
+    assert installed == VERSION
     assert version.stdout.startswith(f"call-reaper-exporter, version {installed} (revision: ")
     helped = run("--help")
     assert helped.returncode == 0
@@ -93,7 +96,7 @@ def test_flags_come_from_the_environment_and_the_flag_wins(start_exporter):
     assert exporter.url.endswith("/reaper-metrics")
     samples, _ = exporter.scrape()
     assert sample(samples, P + "up") == 0
-    assert sample(samples, P + "build_info", version="2.0.0", revision="0123abcd",
+    assert sample(samples, P + "build_info", version=VERSION, revision="0123abcd",
                   pythonversion=sys.version.split()[0]) == 1
     with pytest.raises(urllib.error.HTTPError) as refused:
         exporter.get(exporter.url.replace("/reaper-metrics", "/metrics"))
@@ -109,9 +112,9 @@ def test_build_info_revision_unknown_without_a_recorded_commit(start_exporter):
     exporter = start_exporter("--dsn", NO_DB)
     samples, _ = exporter.scrape()
     # make deps installs from the working tree, where pip records no commit (PEP 610).
-    assert sample(samples, P + "build_info", version="2.0.0", revision="unknown",
+    assert sample(samples, P + "build_info", version=VERSION, revision="unknown",
                   pythonversion=sys.version.split()[0]) == 1
-    assert 'msg="starting call-reaper-exporter" version=2.0.0 revision=unknown' in exporter.log
+    assert f'msg="starting call-reaper-exporter" version={VERSION} revision=unknown' in exporter.log
 
 
 def test_https_and_basic_auth_then_reread_without_restart(tmp_path, start_exporter):
@@ -121,7 +124,7 @@ def test_https_and_basic_auth_then_reread_without_restart(tmp_path, start_export
     assert exporter.url.startswith("https://")
     samples, _ = exporter.scrape(auth=("prometheus", "first-secret"), cafile=certs["ca"])
     assert sample(samples, P + "up") == 0
-    assert sample(samples, P + "build_info", version="2.0.0", revision="unknown",
+    assert sample(samples, P + "build_info", version=VERSION, revision="unknown",
                   pythonversion=sys.version.split()[0]) == 1
 
     for auth in (("prometheus", "wrong"), ("nobody", "first-secret"), None):

@@ -5,16 +5,22 @@ directory outside the checkout, with no git, and runs sqitch there against a fre
 holding the stand-in's tables (--set scheduler=none: only cron.database_name holds pg_cron jobs).
 Checked:
 - the tarball holds the bundle with every script and include of the tree, the exporter's wheel
-  at the release's version, the DBA's documents, and nothing else; its .sha256 verifies;
+  at the release's version, the DBA's documents (README and every page it links to,
+  transitively) and scripts, and nothing else; its .sha256 verifies;
+- unpacked, every relative link and #anchor of its pages, and every document or section its
+  scripts' messages, alerts and runbook name, resolves inside it (scripts/doclinks.py); the DBA
+  scripts run from it;
 - deploy, verify, a due call of each phase closes with its outbox rows, revert: every product
   object and row as it was, nothing of the reaper's left;
 - a file missing from an unpacked tarball fails `scripts/dist --check` and the revert that reads it;
-- the README's "Is it working" query, run as written on the deployed database with pg_cron: the
-  last cycle, the job's last run (succeeded) and the backlog (a due call counted);
+- the README's "Is it working" query, run as written on the deployed database with pg_cron: on a
+  server where nothing rings, the healthy answer (a cycle within a polling interval, the job's
+  last run succeeded, no backlog); paused, a due call counted in the backlog;
 - the upgrade a DBA runs: the tarball of the latest release, built from that release's tree,
   deployed, then this tree's tarball deployed over it, verified, reaping, reverted. The latest
   release is the newest git tag vX.Y.Z, else (a clone without tags) the commit that added the
-  plan's latest @v tag; with no tag in the plan, this tree's tarball is deployed over itself.
+  plan's latest @v tag; with no tag in the plan, this tree's tarball is deployed over itself;
+- the version: X.Y.Z only on the release commit, else the next version with .devN.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tomllib
 import zipfile
@@ -43,11 +50,18 @@ from adoption_support import (
 )
 from reaper_support import ringing, wait_for
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from doclinks import check as broken_docs
+
 NO_CRON = ("--set", "scheduler=none")
 DIST = ROOT / "scripts" / "dist"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 # What a DBA needs beside the bundle's sqitch.conf, sqitch.plan, deploy/, revert/, verify/.
-DOCUMENTS = {"README.md", "LICENSE", "CHANGELOG.md", "server.conf", "monitoring", "sql", "docs", "wheel"}
+DOCUMENTS = {"README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md", "server.conf", "monitoring", "sql",
+             "docs", "wheel", "scripts", "exporter"}
+# The scripts the pages tell a DBA to run, and what they read beside them.
+DBA_SCRIPTS = {"scripts/reaper-job", "scripts/lib.sh", "scripts/reaper-loop", "scripts/patroni-on-role-change",
+               "exporter/call_reaper_dsn.py"}
 
 
 def run(*command: str | Path, cwd: Path = ROOT, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -135,7 +149,8 @@ def test_the_tarball_holds_what_a_dba_needs_and_nothing_else(tarball, tmp_path):
     assert files_under(top, "deploy", "revert", "verify") == tracked("deploy", "revert", "verify")
     assert any("/include/" in f for f in files_under(top, "deploy", "revert", "verify"))
     assert files_under(top, "monitoring") == tracked("monitoring")
-    assert files_under(top, "docs") == {"docs/runbooks/call-timeout-reaper.md", "docs/operations.md"}
+    assert files_under(top, "docs") == tracked("docs")   # every page is linked from the README's
+    assert files_under(top, "scripts", "exporter") == DBA_SCRIPTS
     assert files_under(top, "sql") == tracked("sql") - {"sql/demo_calls.sql"}
     (wheel,) = (top / "wheel").iterdir()
     assert wheel.name == f"call_timeout_reaper_exporter-{VERSION}-py3-none-any.whl"
@@ -151,11 +166,35 @@ def test_the_tarball_holds_what_a_dba_needs_and_nothing_else(tarball, tmp_path):
     assert imported.stdout.strip().startswith(str(wheel))
 
 
+def test_every_link_and_named_section_of_the_tarball_resolves_in_it(tarball, tmp_path):
+    top = unpack(tarball, tmp_path / "unpacked")
+    assert broken_docs(top) == []
+    # The check reads the tarball, not the tree: a page it lacks is reported.
+    (top / "docs" / "scheduling.md").unlink()
+    broken = broken_docs(top)
+    assert "README.md: docs/scheduling.md: no such file" in broken
+    assert any(b.startswith("docs/runbooks/call-timeout-reaper.md: ../scheduling.md") for b in broken)
+
+
 def test_deploy_verify_reap_and_revert_from_the_tarball(tarball, tmp_path, product_db):
     name, conn = product_db
     found = product_objects(conn)
     bundle = unpack(tarball, tmp_path / "unpacked")
     sqitch("deploy", name, *NO_CRON, cwd=bundle)
+    # The DBA scripts run from the unpacked tarball, beside nothing of the checkout's.
+    env = {**os.environ, "PGDATABASE": name}
+    env.pop("DATABASE_URL", None)
+    status = subprocess.run([bundle / "scripts" / "reaper-job", "status"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, check=False)
+    assert status.returncode == 0 and status.stdout.startswith("running"), status.stdout + status.stderr
+    # reaper-loop imports the redaction from ../exporter: the tarball's own copy, not the tree's.
+    python = ROOT / ".venv" / "bin" / "python"
+    loop = run(python, "-c", "import runpy, sys; runpy.run_path('scripts/reaper-loop', run_name='imported');"
+               " print(sys.modules['call_reaper_dsn'].__file__)", cwd=bundle)
+    assert loop.stdout.strip() == str(bundle / "exporter" / "call_reaper_dsn.py")
+    assert "scheduler=none" in run(python, bundle / "scripts" / "reaper-loop", "--help", cwd=tmp_path).stdout
+    # A callback for a replica is ignored at once: the one run that needs no Patroni.
+    run(bundle / "scripts" / "patroni-on-role-change", "on_role_change", "replica", "test", cwd=tmp_path)
     deploy_reap_revert(conn, name, bundle, found)
 
 
@@ -194,6 +233,22 @@ def latest_release() -> tuple[str, str] | None:
     return added[-1], plan_tags[-1][1:]
 
 
+def test_the_tree_between_releases_is_the_next_version_in_development():
+    # make dist names the tarball by pyproject.toml's version: only the release commit itself may
+    # carry a released X.Y.Z; any other tree is the next version with .devN (PEP 440), so no
+    # second, different tarball is ever built under a released name.
+    release = latest_release()
+    head = run("git", "rev-parse", "HEAD").stdout.strip()
+    if release and release[0] == head:
+        assert VERSION == release[1], f"the release commit of {release[1]} says {VERSION}"
+        return
+    developed = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)\.dev\d+", VERSION)
+    assert developed, f"pyproject.toml says {VERSION}: between releases X.Y.Z.devN, the next version"
+    if release:
+        assert tuple(map(int, developed.groups())) > tuple(map(int, release[1].split("."))), \
+            f"{VERSION} is not after the latest release, {release[1]}"
+
+
 def release_tarball(commit: str, version: str, tmp_path: Path) -> Path:
     """The release's tarball built from its own tree (git archive), by its own scripts/dist if it
     has one, else by this one as a tree from before the first release."""
@@ -219,25 +274,36 @@ def test_upgrade_from_the_latest_release(tarball, tmp_path, product_db):
     deploy_reap_revert(conn, name, bundle, found)
 
 
-def test_the_readmes_is_it_working_query(conn, reaper_paused, calls):
+def readmes_is_it_working(conn: psycopg.Connection) -> dict:
+    """The README's "Is it working" query, run as written: its one row by column name."""
     readme = (ROOT / "README.md").read_text()
     query = re.search(r"(?ms)^## Is it working\n.*?^```sql\n(.*?)^```", readme).group(1)
+    cur = conn.execute(query)
+    (row,) = cur.fetchall()
+    return dict(zip([c.name for c in cur.description], row, strict=True))
 
-    def answer() -> dict:
-        cur = conn.execute(query)
-        (row,) = cur.fetchall()
-        return dict(zip([c.name for c in cur.description], row, strict=True))
 
-    # Paused, the job's run still ends at once, succeeded, and leaves the due call to the backlog.
-    # pg_cron 1.4's launcher runs a job redeployed by the harness's round trip from a later minute
-    # on (until then under its old id, whose runs name no job of cron.job): up to about 2 minutes.
-    wait_for(lambda: answer()["job_last_end"] is not None, 180, "a finished run of the reaper's job", interval=1)
-    conn.execute("SELECT * FROM messenger.reap_call_timeouts()")   # a DBA's cycle runs while paused
-    before = answer()["backlog"]
+def test_the_readmes_is_it_working_query_on_a_server_where_nothing_rings(conn):
+    # The job runs (no test pauses it here) and every call of the tests is far in the future,
+    # so its cycles find nothing to do and leave no ledger row: the answer is healthy all the
+    # same. pg_cron 1.4's launcher runs a job redeployed by the harness's round trip from a later
+    # minute on, and its CALL ends at the end of a minute: up to about 3 minutes.
+    interval = conn.execute("SELECT polling_interval FROM messenger.call_reaper_settings").fetchone()[0]
+
+    def healthy() -> bool:
+        seen = readmes_is_it_working(conn)
+        return (seen["paused"] is False and seen["job_last_run"] == "succeeded"
+                and seen["last_cycle_at"] is not None
+                and datetime.now(UTC) - seen["last_cycle_at"] <= interval + timedelta(seconds=1)
+                and seen["backlog"] == 0)
+
+    wait_for(healthy, 200, "the README's healthy answer", interval=1)
+    seen = readmes_is_it_working(conn)
+    assert list(seen) == ["paused", "last_cycle_at", "job_last_run", "job_last_end", "job_message", "backlog"]
+
+
+def test_the_readmes_is_it_working_query_counts_the_backlog(conn, reaper_paused, calls):
+    before = readmes_is_it_working(conn)["backlog"]
     calls.add([ringing(datetime.now(UTC) - timedelta(minutes=5))])
-    seen = answer()
-    assert list(seen) == ["paused", "last_cycle_at", "last_cycle", "job_last_run", "job_last_end",
-                          "job_message", "backlog"]
-    assert seen["paused"] is True and seen["last_cycle"] == "completed" and seen["last_cycle_at"] is not None
-    assert seen["job_last_run"] == "succeeded", seen
-    assert seen["backlog"] == before + 1
+    seen = readmes_is_it_working(conn)
+    assert seen["paused"] is True and seen["backlog"] == before + 1
