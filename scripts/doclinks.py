@@ -31,7 +31,7 @@ COMMENT = {".sql": "--", ".psql": "--", ".md": None, ".json": None}   # else "#"
 DOCUMENT = {"README": "README.md", "runbook": "docs/runbooks/call-timeout-reaper.md"}
 NAME = re.compile(
     r"\b(README|runbook|docs/[\w./-]+\.md)\b"
-    r"(?:[,:]?\s*\(?(?:(?:step|item) (\d+) of )?\"([^\"]{2,100})\"(?:\s+item (\d+))?)?")
+    r"(?:(?:[,:]\s*|\s+)\(?(?:(?:step|item) (\d+) of )?\"([^\"]{2,100})\"(?:\s+item (\d+))?)?")
 
 
 def prose(text: str) -> str:

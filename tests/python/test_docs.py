@@ -50,7 +50,7 @@ def test_the_name_parser_sees_hints_and_alerts():
     found = named(ROOT)
     assert ("deploy/requires/call_reaper_roles.sql", "README.md", "Deploy into an existing database", 2) in found
     assert ("deploy/cron/call_reaper.sql", "README.md", "Server settings", None) in found
-    assert ("monitoring/alerts.yml", "README.md", "pg_cron in libpq mode", None) in found
+    assert ("monitoring/alerts.yml", "docs/scheduling.md", "pg_cron in libpq mode", None) in found
     assert ("deploy/functions/_reap_ledger.sql", "docs/runbooks/call-timeout-reaper.md",
             "bad magic number in sequence", None) in found
 
