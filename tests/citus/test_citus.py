@@ -412,13 +412,17 @@ def test_the_preview_lists_exactly_what_the_next_cycle_closes_per_shard_and_lane
 
 def test_pairs_with_nothing_due_are_passed_over_even_with_calls_talking_for_hours(conn):
     # 2,000 calls talking for 3 hours on every shard, none due: no pair runs a cycle (the run's
-    # subtransactions are its own block's only), none is closed.
+    # subtransactions are its own block's only), none is closed. The cycle runs at an as_of: an
+    # idle cycle on the clock leaves no ledger row to read its subtransactions from, one with an
+    # as_of does (_reap_ledger). The as_of is read before the cycle starts, so never its clock.
     talking = insert_calls(conn, 2000, status="Answered", age="3 hours")
     conn.execute("UPDATE messenger.call_sessions SET updated_at = now() WHERE status = 'Answered'")
-    row = conn.execute("SELECT result, missed_count, failed_count, run_id FROM messenger.reap_call_timeouts()").fetchone()
+    as_of = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    row = conn.execute("SELECT result, missed_count, failed_count, run_id FROM messenger.reap_call_timeouts(as_of => %s)",
+                       (as_of,)).fetchone()
     assert row[:3] == ("completed", 0, 0)
     assert conn.execute("SELECT subtransactions FROM messenger.call_reaper_runs WHERE run_id = %s",
-                        (row[3],)).fetchone()[0] == 1
+                        (row[3],)).fetchall() == [(1,)]
     assert_exactly_once(conn, live=talking)
 
 
