@@ -13,7 +13,8 @@ BEGIN;
 -- nothing (answered meanwhile, or held), nothing is counted or written. No ledger row, no
 -- claim floor, no stale-Answered phase, no poison isolation: the polling ticks do those.
 -- result: 'completed', or 'fallback' when it closed nothing and the caller must run the full
--- cycle (messenger._reap_cycle): the reaper is paused, the lock is busy, or the statement failed
+-- cycle (messenger._reap_cycle): the reaper is paused (for a caller who is not an operator, as in
+-- messenger._reap_cycle), the lock is busy, or the statement failed
 -- (a poison call, a product trigger; the full cycle isolates it and writes the ledger row).
 -- Calls before after_as_of are not its business (the last cycle's as_of: it closed them, or left
 -- them to the ticks: row-locked, quarantined, a full batch). as_of is always the clock, so the
@@ -43,7 +44,12 @@ DECLARE
     v_seconds double precision;
 BEGIN
     SELECT * INTO STRICT v_s FROM messenger.call_reaper_settings;
-    IF v_s.paused OR NOT pg_catalog.pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()) THEN
+    -- Paused, only an operator closes calls, as in messenger._reap_cycle (the caller: SET ROLE,
+    -- else the login; current_user is the owner here).
+    IF v_s.paused AND NOT pg_catalog.pg_has_role(coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text),
+                                                 'messenger_call_reaper_operator', 'USAGE') THEN
+        RETURN v_out;
+    ELSIF NOT pg_catalog.pg_try_advisory_xact_lock(messenger.call_reaper_lock_key()) THEN
         RETURN v_out;
     END IF;
     SELECT r.new_status, r.end_reason, r.outbox_kind INTO STRICT v_to, v_reason, v_kind
