@@ -7,8 +7,13 @@ BEGIN;
 -- the previous cycle of the caller's drain or catch-up loop (messenger.drain_call_timeouts,
 -- messenger.run_call_reaper_ticks), whose claim floor this cycle may trust at the same as_of
 -- (_reap_lanes). NULL for a cycle run on its own.
--- Its ledger row, the counters and its cycle_completed log line: messenger._reap_ledger (a cycle
--- that took the lock); a cycle that found the lock taken writes its 'skipped' row here.
+-- Its ledger row and the counters: messenger._reap_ledger (a cycle that took the lock); a cycle
+-- that found the lock taken writes its 'skipped' row here. Its one LOG record, cycle_completed:
+-- the run id, as_of, result, each phase's count (missed, failed), skipped_locked, poisoned,
+-- deferred, subtransactions, duration_ms and every closed call as call_id/caller/callee
+-- (calls_missed, calls_failed; `none` for none, and on a Citus coordinator, whose workers
+-- count their pairs).
+-- A failed cycle's WARNING (cycle_rolled_back) comes before it; cycle_started is at DEBUG.
 -- Who may steer it: every entry point (reap_call_timeouts, run_call_reaper_ticks, the drain, the
 -- Patroni callback) comes through here, so the rule is kept here once. A caller that is not an
 -- operator (a member of messenger_call_reaper_operator: the deploying role, a DBA it granted the
@@ -55,6 +60,8 @@ DECLARE
     v_state    text;
     v_message  text;
     v_caller   text;
+    v_missed   text;
+    v_failed   text;
 BEGIN
     SELECT * INTO STRICT v_settings FROM messenger.call_reaper_settings;
     v_caller := coalesce(nullif(pg_catalog.current_setting('role'), 'none'), session_user::text);
@@ -103,7 +110,7 @@ BEGIN
                        (extract(epoch FROM v_settings.lock_ttl) * 1000)::bigint::text, true);
     -- to_json: ISO 8601 without spaces whatever the session's DateStyle, so the line stays
     -- key=value.
-    RAISE LOG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
+    RAISE DEBUG 'call_reaper event=cycle_started run_id=% as_of=%', v_out.run_id,
         to_json(v_out.as_of) #>> '{}';
 
     -- This block is the cycle's first subtransaction; the pair's phases share the rest of the
@@ -117,6 +124,8 @@ BEGIN
         ELSE
             v_res := messenger._reap_pair('messenger.call_sessions'::regclass, 'messenger.realtime_outbox'::regclass,
                                           v_out.run_id, v_out.as_of, to_jsonb(v_settings), c_subxact_budget - 1, p_after_run);
+            v_missed := v_res.calls_missed;
+            v_failed := v_res.calls_failed;
         END IF;
         v_out.missed_count := v_res.missed_count;
         v_out.failed_count := v_res.failed_count;
@@ -144,6 +153,10 @@ BEGIN
     END;
     v_out.duration_ms := round(extract(epoch FROM clock_timestamp() - v_started) * 1000, 3);
     PERFORM messenger._reap_ledger(v_out, v_started, v_settings, v_lags, v_subxacts, v_deferred, v_state, v_message);
+    RAISE LOG 'call_reaper event=cycle_completed run_id=% as_of=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=% calls_missed=% calls_failed=%',
+        v_out.run_id, to_json(v_out.as_of) #>> '{}', v_out.result, v_out.missed_count, v_out.failed_count,
+        v_out.skipped_locked_count, v_out.poisoned_count, v_deferred, coalesce(v_subxacts::text, 'unknown'),
+        v_out.duration_ms, coalesce(v_missed, 'none'), coalesce(v_failed, 'none');
     RETURN v_out;
 END
 $$;

@@ -3,8 +3,8 @@
 BEGIN;
 
 -- Contract: what a cycle that took the lock leaves behind, once its phases ran or rolled back:
--- its row of messenger.call_reaper_runs, the fold into messenger.call_reaper_counters and the
--- cycle_completed log line. Runs inside the cycle's transaction, as its owner.
+-- its row of messenger.call_reaper_runs and the fold into messenger.call_reaper_counters (its
+-- log record is messenger._reap_cycle's). Runs inside the cycle's transaction, as its owner.
 --   p_cycle     the cycle's outcome (run id, counts, as_of, result, duration_ms)
 --   p_started   when the cycle started (the ledger's started_at; idle runs up to it are folded)
 --   p_settings  the settings the cycle ran with, the arguments laid over (batch and windows)
@@ -16,7 +16,7 @@ BEGIN;
 -- nothing: it takes the next value of the unlogged sequence messenger.call_reaper_idle_cycles and
 -- sets messenger.call_reaper_idle_cycle_at to its end, neither of which is WAL or needs a
 -- transaction id, so a server where nothing rings gets no WAL from the reaper (it was a ledger
--- row, two index entries and a commit a cycle). Its log line says recorded=false.
+-- row, two index entries and a commit a cycle).
 -- Counters: an idle cycle with an as_of (a DBA's or a test's) writes its ledger row only; messenger.call_reaper_metrics counts it from the ledger until a later cycle
 -- folds it in (any busy cycle, or an idle one an hour after the last fold): the counters row's
 -- new version would be most of an idle cycle's WAL. The fold reads the idle runs since the last
@@ -55,8 +55,6 @@ BEGIN
             PERFORM pg_catalog.nextval('messenger.call_reaper_idle_cycles'::regclass);
             PERFORM pg_catalog.setval('messenger.call_reaper_idle_cycle_at'::regclass,
                                       (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
-            RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=0 failed=0 skipped_locked=0 poisoned=0 deferred=0 subtransactions=% duration_ms=% recorded=false',
-                p_cycle.run_id, p_cycle.result, coalesce(p_subxacts::text, 'unknown'), p_cycle.duration_ms;
             RETURN;
         EXCEPTION WHEN internal_error OR data_corrupted THEN
             -- An unlogged sequence can come out of a promotion unreadable ("bad magic number in
@@ -114,14 +112,11 @@ BEGIN
      WHERE k.singleton
        AND (NOT v_idle OR k.idle_folded_through < p_started - c_fold_every);
 
-    RAISE LOG 'call_reaper event=cycle_completed run_id=% result=% missed=% failed=% skipped_locked=% poisoned=% deferred=% subtransactions=% duration_ms=% recorded=true',
-        p_cycle.run_id, p_cycle.result, p_cycle.missed_count, p_cycle.failed_count, p_cycle.skipped_locked_count,
-        p_cycle.poisoned_count, coalesce(p_deferred, 0), coalesce(p_subxacts::text, 'unknown'), p_cycle.duration_ms;
 END
 $$;
 
 COMMENT ON FUNCTION messenger._reap_ledger(messenger.call_reaper_cycle, timestamptz, messenger.call_reaper_settings, double precision[], integer, integer, text, text) IS
-    'Private: a locked cycle''s ledger row, its fold into call_reaper_counters (idle cycles: the row only, folded hourly or by the next busy cycle; idle cycles on the clock: no row, counted in the unlogged sequences call_reaper_idle_cycles and call_reaper_idle_cycle_at) and its cycle_completed log line.';
+    'Private: a locked cycle''s ledger row and its fold into call_reaper_counters (idle cycles: the row only, folded hourly or by the next busy cycle; idle cycles on the clock: no row, counted in the unlogged sequences call_reaper_idle_cycles and call_reaper_idle_cycle_at).';
 REVOKE ALL ON FUNCTION messenger._reap_ledger(messenger.call_reaper_cycle, timestamptz, messenger.call_reaper_settings, double precision[], integer, integer, text, text) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
 -- for this statement only (a superuser deployer needs none; no other session sees it).

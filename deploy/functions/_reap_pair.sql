@@ -14,11 +14,11 @@ BEGIN;
 --     left untried are counted in deferred); retried calls that closed leave the quarantine;
 --   * floor: messenger._reap_save_floor places and writes it from what the backlog lane, the
 --     sweep and the close did (messenger.call_reaper_backlog_outcome);
---   * log: one event=batch_selected record and, when it closed calls, one event=calls_reaped
---     record listing every closed call as call_id/caller/callee (status and end_reason are the
---     phase's): O(1) records per cycle, not one per call.
+--   * log: event=batch_selected and event=calls_reaped at DEBUG; the cycle's one LOG record
+--     (messenger._reap_cycle's cycle_completed) lists the calls this returns.
 -- Returns the pair's sums (calls made Missed, made Failed, skipped locked, poisoned, deferred,
--- the subtransactions spent, each closed call's lag).
+-- the subtransactions spent, each closed call's lag) and the calls it made Missed and Failed,
+-- each as call_id/caller/callee, comma-separated (NULL for none).
 --   p_calls, p_outbox  the pair: messenger.call_sessions and messenger.realtime_outbox (the
 --               default pair: the phases run their static statements, plans and costs as a
 --               cycle always had), or another pair of their shape, e.g. a colocated shard pair
@@ -63,6 +63,9 @@ BEGIN;
 --   * jit = off: the cost a disabled sort is charged would otherwise make the executor
 --     JIT-compile statements that run in microseconds.
 -- tests/pgtap/cycle_settings.sql holds them to this one place.
+-- Its result gained calls_missed and calls_failed: a new row type, so the released one goes first.
+DROP FUNCTION messenger._reap_pair(regclass, regclass, uuid, timestamptz, jsonb, integer, uuid);
+
 CREATE FUNCTION messenger._reap_pair(
     p_calls     regclass,
     p_outbox    regclass,
@@ -77,7 +80,9 @@ CREATE FUNCTION messenger._reap_pair(
     OUT poisoned_count       integer,
     OUT deferred_count       integer,
     OUT subtransactions      integer,
-    OUT lag_seconds          double precision[])
+    OUT lag_seconds          double precision[],
+    OUT calls_missed         text,
+    OUT calls_failed         text)
 LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
@@ -129,7 +134,7 @@ BEGIN
         v_status := v_lanes.status;
         v_claim := messenger._reap_claim(v_run, v_lanes);
         v_retry_ids := v_claim.retry_ids;
-        RAISE LOG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
+        RAISE DEBUG 'call_reaper event=batch_selected run_id=% phase=% count=% retried=% skipped_locked=%',
             p_run_id, v_rule.phase, cardinality(v_claim.ids), cardinality(v_retry_ids), v_claim.skipped_locked;
         v_close := messenger._reap_close(v_run, v_claim.ids, v_claim.started, v_claim.keys, v_claim.n_fresh,
                                          cardinality(v_retry_ids));
@@ -158,9 +163,11 @@ BEGIN
         END IF;
         PERFORM messenger._reap_save_floor(v_run, v_lanes, v_backlog);
         IF v_close.reaped > 0 THEN
-            RAISE LOG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
+            RAISE DEBUG 'call_reaper event=calls_reaped run_id=% phase=% status=% end_reason=% count=% calls=%',
                 p_run_id, v_rule.phase, v_rule.new_status, v_rule.end_reason, v_close.reaped, v_close.calls;
         END IF;
+        calls_missed := nullif(concat_ws(',', calls_missed, CASE v_rule.new_status WHEN 'Missed' THEN v_close.calls END), '');
+        calls_failed := nullif(concat_ws(',', calls_failed, CASE v_rule.new_status WHEN 'Failed' THEN v_close.calls END), '');
         -- Calls are counted by what they became (missed_count, failed_count).
         missed_count := missed_count + CASE v_rule.new_status WHEN 'Missed' THEN v_close.reaped ELSE 0 END;
         failed_count := failed_count + CASE v_rule.new_status WHEN 'Failed' THEN v_close.reaped ELSE 0 END;

@@ -1,7 +1,5 @@
 -- Revert call_timeout_reaper:functions/_reap_cycle from pg
+-- Back to the released function by its own deploy script (CREATE OR REPLACE, the same
+-- signature and grants).
 
-BEGIN;
-
-DROP FUNCTION IF EXISTS messenger._reap_cycle(integer, interval, interval, timestamptz, uuid);
-
-COMMIT;
+\ir ../../deploy/functions/_reap_cycle@v2.0.0.sql
