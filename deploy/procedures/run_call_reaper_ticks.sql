@@ -21,8 +21,9 @@ BEGIN;
 --     or until 5 s of the budget are left, then it returns (pg_cron starts no run of a job while
 --     its previous run is active).
 -- Before every wait it re-reads paused and wake_at_deadline, and returns when the reaper is
--- paused, when its own definition was replaced (a deploy or a revert: the next CALL runs the new
--- one), or when that read fails (a revert took a grant or a column away beneath it).
+-- paused. A deploy or a revert beneath the running CALL: once its own definition was replaced,
+-- it CALLs the new one, which runs the rest of its schedule; while that read fails (a grant or a
+-- column taken away) it goes on ticking without the wake, with one WARNING event=wake_off.
 -- as_of (tests, a DBA): one tick with that as_of, its catch-up included, paused or not.
 -- Why each of these: docs/design.md, "Scheduling".
 --
@@ -42,11 +43,10 @@ DECLARE
     c_handover constant interval := interval '100 milliseconds';
     v_started  constant timestamptz := clock_timestamp();
     v_self     text;          -- this procedure's pg_proc row version when the CALL started
-    v_version  text;
     v_for      text;          -- what the wait is for: 'tick', 'deadline' or 'handover'
     v_interval interval;
     v_once     boolean;
-    v_wake     boolean;
+    v_wake     boolean := false;
     v_paused   boolean;
     v_budget   interval;
     v_tick     timestamptz;
@@ -59,10 +59,9 @@ DECLARE
     v_ran      boolean := false;
     v_batch    integer;
     v_cycle    messenger.call_reaper_cycle;
-    v_tick_run timestamptz;
 BEGIN
     -- pg_settings.setting is in milliseconds; 0 means no statement_timeout at all.
-    SELECT s.polling_interval, s.batch_size,
+    SELECT s.polling_interval, s.batch_size, s.paused,
            (SELECT p.xmin::text FROM pg_catalog.pg_proc AS p
              WHERE p.oid = pg_catalog.to_regprocedure('messenger.run_call_reaper_ticks(timestamptz)')),
            coalesce((SELECT r.schedule ~ 'second' FROM messenger.call_reaper_cron_jobs AS r
@@ -71,7 +70,7 @@ BEGIN
                        FROM pg_catalog.pg_extension AS e WHERE e.extname = 'pg_cron')),
            (SELECT nullif(g.setting::bigint, 0) * interval '1 millisecond' FROM pg_catalog.pg_settings AS g
              WHERE g.name = 'statement_timeout')
-      INTO STRICT v_interval, v_batch, v_self, v_once, v_budget
+      INTO STRICT v_interval, v_batch, v_paused, v_self, v_once, v_budget
       FROM messenger.call_reaper_settings AS s;
     IF run_call_reaper_ticks.as_of IS NOT NULL OR v_once THEN
         v_tick := v_started;
@@ -84,34 +83,38 @@ BEGIN
     END IF;
     LOOP
         LOOP
-            -- Guarded: a deploy or a revert may change what this reads beneath the running CALL.
-            BEGIN
-                SELECT s.paused, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL,
-                       (SELECT p.xmin::text FROM pg_catalog.pg_proc AS p
-                         WHERE p.oid = pg_catalog.to_regprocedure('messenger.run_call_reaper_ticks(timestamptz)'))
-                  INTO v_paused, v_wake, v_version
-                  FROM messenger.call_reaper_settings AS s;
-                IF v_version IS DISTINCT FROM v_self THEN
-                    RAISE LOG 'call_reaper event=ticks_stopped reason=redefined';
-                    RETURN;
-                ELSIF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
-                    RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
-                    RETURN;
-                END IF;
-                v_for := CASE WHEN v_tick < v_end THEN 'tick' ELSE 'handover' END;
-                v_at := CASE WHEN v_for = 'tick' THEN v_tick END;
-                -- Not after a skipped cycle (the lock's holder closes them); until the handover.
-                v_until := CASE WHEN v_wake AND v_cycle.result IN ('completed', 'failed')
-                                THEN least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve) END;
-                v_next := CASE WHEN v_until IS NOT NULL THEN messenger.call_reaper_next_deadline(v_cycle.as_of) END;
-                IF v_next < v_until AND greatest(v_next, v_done + c_deadline_gap) < coalesce(v_at, 'infinity') THEN
-                    v_for := 'deadline';
-                    v_at := greatest(v_next, v_done + c_deadline_gap);
-                END IF;
-            EXCEPTION WHEN OTHERS THEN
-                RAISE WARNING 'call_reaper event=ticks_stopped reason=error sqlstate=% message=%', SQLSTATE, to_json(SQLERRM);
+            -- A deploy or a revert beneath the running CALL: a new definition takes over in a
+            -- nested CALL; a read that fails leaves the ticks without the wake (design.md).
+            IF (SELECT p.xmin::text FROM pg_catalog.pg_proc AS p
+                 WHERE p.oid = pg_catalog.to_regprocedure('messenger.run_call_reaper_ticks(timestamptz)')) IS DISTINCT FROM v_self THEN
+                RAISE LOG 'call_reaper event=ticks_handed_over reason=redefined';
+                COMMIT;
+                CALL messenger.run_call_reaper_ticks(run_call_reaper_ticks.as_of);
                 RETURN;
+            END IF;
+            BEGIN
+                SELECT s.paused, s.wake_at_deadline AND run_call_reaper_ticks.as_of IS NULL INTO v_paused, v_wake
+                  FROM messenger.call_reaper_settings AS s;
+            EXCEPTION WHEN OTHERS THEN
+                IF v_wake IS NOT NULL THEN   -- once, not at every nap
+                    RAISE WARNING 'call_reaper event=wake_off reason=settings_unreadable sqlstate=% message=%', SQLSTATE, to_json(SQLERRM);
+                END IF;
+                v_wake := NULL;
             END;
+            IF coalesce(v_paused, true) AND run_call_reaper_ticks.as_of IS NULL THEN
+                RAISE LOG 'call_reaper event=ticks_stopped reason=paused';
+                RETURN;
+            END IF;
+            v_for := CASE WHEN v_tick < v_end THEN 'tick' ELSE 'handover' END;
+            v_at := CASE WHEN v_for = 'tick' THEN v_tick END;
+            -- Not after a skipped cycle (the lock's holder closes them); until the handover.
+            v_until := CASE WHEN v_wake AND v_cycle.result IN ('completed', 'failed')
+                            THEN least(v_end - c_handover, v_started + v_budget - c_catch_up_reserve) END;
+            v_next := CASE WHEN v_until IS NOT NULL THEN messenger.call_reaper_next_deadline(v_cycle.as_of) END;
+            IF v_next < v_until AND greatest(v_next, v_done + c_deadline_gap) < coalesce(v_at, 'infinity') THEN
+                v_for := 'deadline';
+                v_at := greatest(v_next, v_done + c_deadline_gap);
+            END IF;
             COMMIT;
             v_wait := extract(epoch FROM coalesce(v_at, v_until) - clock_timestamp());
             IF v_wait IS NULL OR v_wait <= 0 THEN
@@ -121,7 +124,6 @@ BEGIN
             PERFORM pg_catalog.pg_sleep(least(v_wait, 0.1));
             EXIT WHEN v_wait <= 0.1 AND v_for <> 'handover';   -- slept to it: no second read
         END LOOP;
-
         -- A deadline: the lean closure; the full cycle when it falls back or closed a full batch.
         IF v_for = 'deadline' THEN
             v_cycle := messenger._reap_deadline(v_cycle.as_of);
@@ -136,14 +138,13 @@ BEGIN
                 'on pg_cron 1.4 messenger_call_reaper needs statement_timeout >= 90s in this database';
             RETURN;
         END IF;
-        v_tick_run := clock_timestamp();
         LOOP
             v_cycle := messenger._reap_cycle(NULL, NULL, NULL, run_call_reaper_ticks.as_of, v_cycle.run_id);
             COMMIT;
             v_ran := true;
             EXIT WHEN v_cycle.result <> 'completed'
                    OR greatest(v_cycle.missed_count, v_cycle.failed_count) < v_batch
-                   OR clock_timestamp() >= v_tick_run + c_max_run
+                   OR clock_timestamp() >= v_at + c_max_run
                    OR (v_budget IS NOT NULL AND clock_timestamp() + c_catch_up_reserve > v_started + v_budget);
         END LOOP;
         v_done := clock_timestamp();
