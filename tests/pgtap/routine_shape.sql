@@ -19,32 +19,26 @@ SELECT p.oid::regproc::text, 'arguments',
                               + cardinality(array_positions(p.proargmodes, 'b')) ELSE 0 END
   FROM pg_proc AS p WHERE p.pronamespace = 'messenger'::regnamespace;
 
--- The shortest chain of calls from the job's entry point to a routine whose source closes calls
--- (UPDATE messenger.call_sessions ... SET status), in routines (the entry point counts as 1).
+-- Each routine the job's entry point reaches, at its shortest chain of calls (the entry point
+-- counts as 1).
 \ir fixtures/routine_calls.sql
-INSERT INTO measured
+CREATE TEMP TABLE reached AS
 WITH RECURSIVE chain (oid, depth) AS (
     SELECT 'messenger.run_call_reaper_ticks'::regproc::oid, 1
     UNION
     SELECT c.callee, h.depth + 1 FROM routine_calls AS c JOIN chain AS h ON c.caller = h.oid WHERE h.depth < 12
 )
-SELECT 'messenger.run_call_reaper_ticks', 'depth', min(h.depth)
-  FROM chain AS h JOIN pg_proc AS p ON p.oid = h.oid
- WHERE p.prosrc ~ '\mUPDATE\s+messenger\.call_sessions(\s+AS\s+\w+)?\s+SET\s+status\M';
+SELECT h.oid, min(h.depth) AS depth, p.prosrc FROM chain AS h JOIN pg_proc AS p ON p.oid = h.oid GROUP BY h.oid, p.prosrc;
 
--- The claim path: the deepest of the routines whose source claims calls (FOR NO KEY UPDATE SKIP
--- LOCKED), each at its shortest chain from the entry point: every claim the job can run is
--- reached within it (the deadline closure's at 2, the full cycle's lanes deeper).
+-- The UPDATE that closes calls: the nearest routine whose source has it. The claim path: the
+-- deepest of the routines whose source claims calls (FOR NO KEY UPDATE SKIP LOCKED), so every
+-- claim the job can run is within it (the deadline closure's at 2, the full cycle's lanes deeper).
 INSERT INTO measured
-WITH RECURSIVE chain (oid, depth) AS (
-    SELECT 'messenger.run_call_reaper_ticks'::regproc::oid, 1
-    UNION
-    SELECT c.callee, h.depth + 1 FROM routine_calls AS c JOIN chain AS h ON c.caller = h.oid WHERE h.depth < 12
-)
-SELECT 'messenger.run_call_reaper_ticks', 'claim depth', max(d.depth)
-  FROM (SELECT h.oid, min(h.depth) AS depth FROM chain AS h GROUP BY h.oid) AS d
-  JOIN pg_proc AS p ON p.oid = d.oid
- WHERE p.prosrc ~* 'FOR\s+NO\s+KEY\s+UPDATE\s+SKIP\s+LOCKED';
+SELECT 'messenger.run_call_reaper_ticks', 'depth', min(r.depth)
+  FROM reached AS r WHERE r.prosrc ~ '\mUPDATE\s+messenger\.call_sessions(\s+AS\s+\w+)?\s+SET\s+status\M'
+UNION ALL
+SELECT 'messenger.run_call_reaper_ticks', 'claim depth', max(r.depth)
+  FROM reached AS r WHERE r.prosrc ~* 'FOR\s+NO\s+KEY\s+UPDATE(\s+OF\s+\w+)?\s+SKIP\s+LOCKED';
 
 CREATE TEMP TABLE limits (measure text, most integer);
 INSERT INTO limits VALUES ('lines', 120), ('arguments', 8), ('depth', 4), ('claim depth', 5);
