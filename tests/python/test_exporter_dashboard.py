@@ -101,7 +101,8 @@ def test_alerts_follow_the_mixin_conventions():
 
 
 def version(text: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in text.split("."))
+    """The release part of a version: 2.1.0.dev0 (main between releases) is 2.1.0."""
+    return tuple(int(n) for n in re.match(r"\d+(?:\.\d+)*", text).group(0).split("."))
 
 
 def test_the_default_runbook_page_is_this_releases():
