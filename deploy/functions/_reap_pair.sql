@@ -100,18 +100,20 @@ DECLARE
     v_close    record;
     v_retry_ids uuid[];
     v_backlog  messenger.call_reaper_backlog_outcome;   -- for _reap_save_floor
-    v_batch    integer;
-    v_polling  interval;
-    v_backoff  interval;
-    v_backoff_max interval;
     v_visibility  text := pg_catalog.current_setting('citus.override_table_visibility', true);
 BEGIN
     -- Local: a routine that raises leaves it to the caller's rollback to restore.
     IF v_visibility IS NOT NULL THEN
         PERFORM pg_catalog.set_config('citus.override_table_visibility', 'off', true);
     END IF;
-    SELECT c.batch, c.polling, c.backoff, c.backoff_max INTO v_batch, v_polling, v_backoff, v_backoff_max
+    -- The phase run by name: what every phase shares, then per phase its rule, window and budget.
+    SELECT c.batch, c.polling, c.backoff, c.backoff_max INTO v_run.batch, v_run.fresh, v_run.backoff, v_run.backoff_max
       FROM messenger._reap_pair_check(p_calls, p_outbox, p_run_id, p_as_of, p_settings, p_budget) AS c;
+    v_run.run_id := p_run_id;
+    v_run.as_of := p_as_of;
+    v_run.after_run := p_after_run;
+    v_run.calls := p_calls;
+    v_run.outbox := p_outbox;
 
     missed_count := 0;
     failed_count := 0;
@@ -124,11 +126,9 @@ BEGIN
     -- starves phase 2 of attempts.
     FOR v_rule IN SELECT r.phase, r.new_status, r.end_reason, r.timeout_setting, lead(r.phase) OVER () IS NULL AS is_last
                     FROM messenger.call_reaper_phases() AS r LOOP
-        v_run := ROW(v_rule.phase, p_run_id, p_as_of,
-                     (p_settings ->> v_rule.timeout_setting)::interval, v_batch,
-                     v_polling, v_backoff, v_backoff_max,
-                     CASE WHEN v_rule.is_last THEN p_budget - subtransactions ELSE (p_budget - subtransactions) / 2 END,
-                     p_after_run, p_calls, p_outbox)::messenger.call_reaper_phase_run;
+        v_run.phase := v_rule.phase;
+        v_run.timeout := (p_settings ->> v_rule.timeout_setting)::interval;
+        v_run.budget := CASE WHEN v_rule.is_last THEN p_budget - subtransactions ELSE (p_budget - subtransactions) / 2 END;
         -- Assignments, not SELECT * FROM: a simple expression is no statement of its own.
         v_lanes := messenger._reap_lanes(v_run);
         v_status := v_lanes.status;
