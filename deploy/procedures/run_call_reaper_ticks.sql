@@ -159,7 +159,7 @@ END
 $$;
 
 COMMENT ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) IS
-$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (a minute schedule, pg_cron 1.4: the ticks of the current minute; a schedule in seconds, 1.5+: one cycle). Between ticks, with wake_at_deadline, also a cycle at each Ringing call's deadline (messenger.call_reaper_next_deadline), until the next CALL is due. A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
+$$What the pg_cron job messenger-call-timeout-reaper CALLs: one reaper cycle per polling_interval tick, COMMIT after each (a minute schedule, pg_cron 1.4: the ticks of the current minute; a schedule in seconds, 1.5+: one cycle). Between ticks, with wake_at_deadline, also closes the Ringing calls at each deadline (messenger.call_reaper_next_deadline; messenger._reap_deadline, or the full cycle when it cannot close them), until the next CALL is due. A deploy or a revert beneath a running CALL: it CALLs the new definition for the rest of its schedule. A cycle that closed a full batch is followed at once by another (catch-up, at most 30 s per tick). Stops at the next tick once the reaper is paused (messenger.pause_call_reaper()). CALL messenger.run_call_reaper_ticks(as_of => ...) runs one tick with that as_of, paused or not.$$;
 
 REVOKE ALL ON PROCEDURE messenger.run_call_reaper_ticks(timestamptz) FROM PUBLIC;
 -- The new owner must be able to create in the schema, which the owner role may not: a grant
