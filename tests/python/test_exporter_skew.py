@@ -116,25 +116,34 @@ def test_this_exporter_serves_a_release_database(release_db, monitor_dsn, start_
     assert len(said) == 1 and "level=warn" in said[0], exporter.log
 
 
-def test_exporter_first_then_the_database(release_db, monitor_dsn, start_exporter):
-    """The upgrade under a running exporter of this tree: no scrape fails and no series falls
-    back; the idle cycles on the clock appear under result="idle", not in result="completed"."""
-    exporter = start_exporter("--dsn", monitor_dsn_for(monitor_dsn, RELEASE_DB))
-    # As a running exporter has: psycopg prepares a statement it ran 5 times, and the upgrade
-    # gives call_reaper_metrics() another row type.
+UPGRADE_IDLE_CYCLES = 2
+
+
+def upgrade_under(exporter, release_db) -> tuple[str, str, str]:
+    """The upgrade under a running exporter, as one has it: psycopg prepares a statement it ran 5
+    times, and the upgrade gives call_reaper_metrics() another row type. Then two idle cycles on
+    the clock. Its scrapes before the upgrade, right after it, and after the cycles."""
     for _ in range(6):
         before, _ = exporter.scrape()
     sqitch("deploy", RELEASE_DB, "--set", "scheduler=none")
     upgraded, _ = exporter.scrape()
-    cycles = [reap(release_db) for _ in range(2)]
+    cycles = [reap(release_db) for _ in range(UPGRADE_IDLE_CYCLES)]
     assert all(c["missed_count"] == c["failed_count"] == 0 for c in cycles), cycles
     after, _ = exporter.scrape()
+    return before, upgraded, after
+
+
+def test_exporter_first_then_the_database(release_db, monitor_dsn, start_exporter):
+    """The upgrade under a running exporter of this tree: no scrape fails and no series falls
+    back; the idle cycles on the clock appear under result="idle", not in result="completed"."""
+    exporter = start_exporter("--dsn", monitor_dsn_for(monitor_dsn, RELEASE_DB))
+    before, upgraded, after = upgrade_under(exporter, release_db)
 
     assert [sample(s, P + "up") for s in (before, upgraded, after)] == [1, 1, 1], exporter.log
     completed = [sample(s, P + "run_total", result="completed") for s in (before, upgraded, after)]
     assert completed[0] == completed[1] == completed[2], completed
     idle = [sample(s, P + "run_total", result="idle") for s in (before, upgraded, after)]
-    assert idle[0] is None and idle[2] == idle[1] + len(cycles), idle
+    assert idle[0] is None and idle[2] == idle[1] + UPGRADE_IDLE_CYCLES, idle
 
 
 def test_database_first_then_the_exporter(release_db, monitor_dsn, start_exporter, release_exporter):
@@ -144,13 +153,7 @@ def test_database_first_then_the_exporter(release_db, monitor_dsn, start_exporte
     counter reset for Prometheus (docs/exporter.md, "Upgrading")."""
     target = monitor_dsn_for(monitor_dsn, RELEASE_DB)
     release = start_exporter("--dsn", target, command=release_exporter)
-    for _ in range(6):
-        before, _ = release.scrape()
-    sqitch("deploy", RELEASE_DB, "--set", "scheduler=none")
-    upgraded, _ = release.scrape()
-    cycles = [reap(release_db) for _ in range(2)]
-    assert all(c["missed_count"] == c["failed_count"] == 0 for c in cycles), cycles
-    counted, _ = release.scrape()
+    before, upgraded, counted = upgrade_under(release, release_db)
     release.stop()
     this = start_exporter("--dsn", target)
     switched, _ = this.scrape()
@@ -158,8 +161,8 @@ def test_database_first_then_the_exporter(release_db, monitor_dsn, start_exporte
     assert [sample(s, P + "up") for s in (before, upgraded, counted, switched)] == [1, 0, 1, 1], release.log
     assert "cached plan must not change result type" in release.log
     completed = [sample(s, P + "run_total", result="completed") for s in (before, counted, switched)]
-    assert completed == [completed[0], completed[0] + len(cycles), completed[0]], completed
-    assert sample(switched, P + "run_total", result="idle") == len(cycles)
+    assert completed == [completed[0], completed[0] + UPGRADE_IDLE_CYCLES, completed[0]], completed
+    assert sample(switched, P + "run_total", result="idle") == UPGRADE_IDLE_CYCLES
 
 
 def test_the_release_exporter_counts_idle_cycles_of_this_database(conn, monitor_dsn, start_exporter,
